@@ -1,0 +1,241 @@
+"""nvcc's own plan for a compilation, as its `--dryrun` prints it, split into steps.
+
+nvcc is the source of truth for every command we run: this module asks the SDK's nvcc
+for its plan (`nvcc --dryrun --keep --keep-dir KD ...`), parses the `#$` lines into
+environment assignments and commands, names each command's kind and arch, and gives each
+file the plan passes between steps a *role* (`ptx:compute_90`, `cubin:sm_90`, ...), so
+that a build system can put the files where it wants and still run nvcc's exact command.
+
+The library knows nothing about Bazel or Buck2: it maps roles to paths it is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+
+# The directory nvcc is told to keep its intermediate files in. It never exists: the
+# dryrun only prints names under it, which identify the files passed between steps.
+KEEP_DIR = "__cuda_split_keep__"
+
+HOST_PREPROCESS = "host_preprocess"
+CUDAFE = "cudafe"
+DEVICE_PREPROCESS = "device_preprocess"
+CICC = "cicc"
+PTXAS = "ptxas"
+FATBINARY = "fatbinary"
+HOST_COMPILE = "host_compile"
+NVLINK = "nvlink"
+
+STEP_KINDS = (
+    HOST_PREPROCESS,
+    CUDAFE,
+    DEVICE_PREPROCESS,
+    CICC,
+    PTXAS,
+    FATBINARY,
+    HOST_COMPILE,
+)
+
+# Role of files that nvcc writes but nothing downstream reads (cicc's host-side C and
+# device file in whole-program mode). The runner sends them to a scratch directory.
+SCRATCH = "scratch"
+
+_ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_VAR = re.compile(r"\$\(?([A-Za-z_][A-Za-z0-9_]*)\)?")
+
+
+class PlanError(Exception):
+    """nvcc's plan is not what this library understands, or nvcc refused the flags."""
+
+
+@dataclasses.dataclass
+class Step:
+    """One command of nvcc's plan."""
+
+    kind: str
+    argv: list[str]
+    # The arch this step is for: the virtual arch (compute_90) of a device preprocess or
+    # cicc, the real arch (sm_90, or compute_90 for a PTX syntax check) of a ptxas.
+    arch: str = ""
+    # For a ptxas, the virtual arch whose PTX it assembles.
+    virtual_arch: str = ""
+
+
+@dataclasses.dataclass
+class Plan:
+    """nvcc's dryrun: its environment assignments, in order, and its steps."""
+
+    env: list[tuple[str, str]]
+    steps: list[Step]
+    # Path in the plan (under KEEP_DIR) -> role.
+    roles: dict[str, str]
+
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def find(self, kind: str, arch: str = "") -> Step:
+        """The one step of `kind` (for `arch`, where given)."""
+        found = [s for s in self.steps if s.kind == kind and (not arch or s.arch == arch)]
+        if len(found) != 1:
+            have = ", ".join(f"{s.kind}[{s.arch}]" if s.arch else s.kind for s in self.steps)
+            raise PlanError(
+                f"nvcc's plan has {len(found)} {kind} step(s) for arch '{arch or '-'}'; "
+                f"expected exactly one. The plan has: {have}"
+            )
+        return found[0]
+
+
+def dryrun_argv(
+    nvcc: str,
+    src: str,
+    nvcc_flags: Sequence[str],
+    host_compiler: str = "",
+    output: str = "",
+) -> list[str]:
+    """The nvcc command whose `--dryrun` output is the plan for compiling `src` to an object."""
+    argv = [nvcc, "--dryrun", "--keep", "--keep-dir", KEEP_DIR]
+    if host_compiler:
+        argv += ["-ccbin", host_compiler]
+    argv += ["-c", src, "-o", output or f"{KEEP_DIR}/{_stem(src)}.o", *nvcc_flags]
+    return argv
+
+
+def get_plan(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Plan:
+    """Run nvcc's dryrun `argv` and parse what it prints."""
+    proc = subprocess.run(list(argv), capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise PlanError(
+            f"nvcc --dryrun failed (exit {proc.returncode}):\n  {shlex.join(argv)}\n"
+            + proc.stdout
+            + proc.stderr
+        )
+    return parse_plan(proc.stdout + proc.stderr)
+
+
+def parse_plan(text: str) -> Plan:
+    """Parse the `#$` lines of `nvcc --dryrun` into a Plan."""
+    env: list[tuple[str, str]] = []
+    commands: list[list[str]] = []
+    for raw in text.splitlines():
+        if not raw.startswith("#$ "):
+            continue
+        line = raw[3:].strip()
+        m = _ENV_LINE.match(line)
+        if m:
+            env.append((m.group(1), m.group(2)))
+            continue
+        argv = shlex.split(line)
+        if not argv or os.path.basename(argv[0]) == "rm":
+            continue
+        argv[0] = _expand(argv[0], dict(env))
+        commands.append(argv)
+    steps = [_classify(argv) for argv in commands]
+    _link_arches(steps)
+    return Plan(env=env, steps=steps, roles=_assign_roles(steps))
+
+
+def _expand(word: str, env: Mapping[str, str]) -> str:
+    return _VAR.sub(lambda m: env.get(m.group(1), m.group(0)), word)
+
+
+def _stem(src: str) -> str:
+    return os.path.splitext(os.path.basename(src))[0]
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value of `flag` in argv, as `flag value`, `flag=value` or `-flagvalue` forms."""
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a[len(flag) + 1 :]
+    return None
+
+
+def _classify(argv: list[str]) -> Step:
+    tool = os.path.basename(argv[0])
+    if tool == "cicc":
+        return Step(CICC, argv, arch=flag_value(argv, "-arch") or "")
+    if tool == "cudafe++":
+        return Step(CUDAFE, argv)
+    if tool == "ptxas":
+        return Step(PTXAS, argv, arch=flag_value(argv, "-arch") or "")
+    if tool == "fatbinary":
+        return Step(FATBINARY, argv)
+    if tool == "nvlink":
+        return Step(NVLINK, argv)
+    if "-E" in argv:
+        if any(a.startswith("-D__CUDA_ARCH__=") for a in argv):
+            return Step(DEVICE_PREPROCESS, argv)
+        return Step(HOST_PREPROCESS, argv)
+    if "-c" in argv:
+        return Step(HOST_COMPILE, argv)
+    raise PlanError(f"unknown step in nvcc's plan: {shlex.join(argv)}")
+
+
+def _inputs(step: Step) -> list[str]:
+    """Keep-dir files a step reads: positional arguments and fatbinary images."""
+    found = []
+    for a in step.argv[1:]:
+        if a.startswith(KEEP_DIR + "/"):
+            found.append(a)
+        elif a.startswith("--image3=") and "file=" in a:
+            found.append(a.split("file=", 1)[1])
+    return found
+
+
+def _link_arches(steps: list[Step]) -> None:
+    """Give device preprocess steps their virtual arch, and ptxas steps theirs, by
+    following which file each one writes and which cicc or ptxas reads it."""
+    produced_by: dict[str, Step] = {}
+    for step in steps:
+        out = flag_value(step.argv, "-o")
+        if out:
+            produced_by[out] = step
+    for step in steps:
+        if step.kind == CICC:
+            for path in _inputs(step):
+                pre = produced_by.get(path)
+                if pre is not None and pre.kind == DEVICE_PREPROCESS:
+                    pre.arch = step.arch
+        elif step.kind == PTXAS:
+            for path in _inputs(step):
+                front = produced_by.get(path)
+                if front is not None and front.kind == CICC:
+                    step.virtual_arch = front.arch
+
+
+def _assign_roles(steps: list[Step]) -> dict[str, str]:
+    roles: dict[str, str] = {}
+
+    def put(path: str | None, role: str) -> None:
+        if path:
+            roles[path] = role
+
+    for step in steps:
+        out = flag_value(step.argv, "-o")
+        if step.kind == HOST_PREPROCESS:
+            put(out, "cpp4.ii")
+        elif step.kind == CUDAFE:
+            put(flag_value(step.argv, "--gen_c_file_name"), "cudafe1.cpp")
+            put(flag_value(step.argv, "--module_id_file_name"), "module_id")
+        elif step.kind == DEVICE_PREPROCESS:
+            put(out, f"cpp1.ii:{step.arch}")
+        elif step.kind == CICC:
+            put(out, f"ptx:{step.arch}")
+            put(flag_value(step.argv, "--stub_file_name"), f"stub:{step.arch}")
+            put(flag_value(step.argv, "--gen_c_file_name"), SCRATCH)
+            put(flag_value(step.argv, "--gen_device_file_name"), SCRATCH)
+        elif step.kind == PTXAS:
+            put(out, f"cubin:{step.arch}")
+        elif step.kind == FATBINARY:
+            put(flag_value(step.argv, "--embedded-fatbin"), "fatbin.c")
+            put(flag_value(step.argv, "--create"), "fatbin")
+        elif step.kind == HOST_COMPILE:
+            put(out, "obj")
+    return roles

@@ -1,0 +1,261 @@
+"""Run one step of nvcc's plan, with the files where the build system declared them.
+
+Used as the executable of every split action (Bazel, Buck2, the standalone driver):
+
+    python -m cuda_split.step @params
+
+The params file holds one argument a line: `--kind cicc --arch compute_90 --nvcc
+external/local_cuda/bin/nvcc --src a/x.cu --file ptx:compute_90=bazel-out/.../x.compute_90.ptx
+... --nvcc-flag=-gencode=arch=compute_90,code=sm_90`. The runner asks nvcc for its plan
+for exactly those flags, takes the step named by `--kind`/`--arch`, puts every file at its
+declared path, makes SDK paths relative, and runs the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+
+from cuda_split import plan as planlib
+
+# Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
+# runner writes this file so the build system has an output to wait on.
+CHECK_ROLE_PREFIX = "ptxcheck:"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="cuda_split.step",
+        description="Run one step of nvcc's --dryrun plan with declared inputs/outputs.",
+        fromfile_prefix_chars="@",
+    )
+    p.add_argument("--kind", required=True, choices=planlib.STEP_KINDS)
+    p.add_argument("--arch", default="", help="virtual arch (cicc), real arch (ptxas)")
+    p.add_argument("--nvcc", required=True, help="path to the SDK's bin/nvcc")
+    p.add_argument("--src", required=True, help="the .cu source, as the build names it")
+    p.add_argument("--host-compiler", default="", help="passed to nvcc as -ccbin")
+    p.add_argument(
+        "--orig-src-path-name",
+        default="",
+        help="the source path cudafe++/cicc hash into the module id "
+        "(default: --src as given, so ids do not depend on the checkout directory)",
+    )
+    p.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="ROLE=PATH",
+        help="where the file of ROLE (cpp4.ii, ptx:compute_90, cubin:sm_90, ...) lives",
+    )
+    p.add_argument(
+        "--nvcc-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="an nvcc flag of the target (use the --nvcc-flag=FLAG form)",
+    )
+    p.add_argument(
+        "--keep-cwd-in-debug-paths",
+        action="store_true",
+        help="leave the working directory in PTX .file paths (nvcc's behaviour; by "
+        "default it is removed so outputs do not depend on where the build ran)",
+    )
+    p.add_argument("--verbose", action="store_true", help="print the command run")
+    return p.parse_args(list(argv))
+
+
+def _parse_files(pairs: Sequence[str]) -> dict[str, str]:
+    files = {}
+    for pair in pairs:
+        role, sep, path = pair.partition("=")
+        if not sep or not role or not path:
+            raise SystemExit(f"cuda_split.step: --file wants ROLE=PATH, got '{pair}'")
+        files[role] = path
+    return files
+
+
+class StepCommand:
+    """The command of one plan step, rewritten for declared paths and a relative SDK."""
+
+    def __init__(
+        self,
+        plan: planlib.Plan,
+        step: planlib.Step,
+        files: Mapping[str, str],
+        nvcc: str,
+        orig_src_path_name: str,
+        scratch_dir: str,
+    ):
+        self.plan = plan
+        self.step = step
+        self.files = files
+        self.scratch_dir = scratch_dir
+        env = plan.env_dict()
+        here = env.get("_HERE_", "")
+        rel_bin = os.path.dirname(nvcc) or "."
+        self._prefixes = [(here, rel_bin)] if here else []
+        self.orig_src_path_name = orig_src_path_name
+        self.outputs: list[str] = []
+        self.env = {k: self._sdk_relative(v) for k, v in plan.env}
+        self.argv = self._rewrite(step.argv)
+        self.argv[0] = self._resolve_tool(self.argv[0])
+
+    def _sdk_relative(self, s: str) -> str:
+        for prefix, rel in self._prefixes:
+            s = s.replace(prefix, rel)
+        return s
+
+    def _declared(self, role: str, plan_path: str) -> str:
+        if role == planlib.SCRATCH or (role == "fatbin" and role not in self.files):
+            # nvcc's --keep copy of the fatbin: the embedded .fatbin.c carries the same.
+            return os.path.join(self.scratch_dir, os.path.basename(plan_path))
+        if role not in self.files:
+            raise planlib.PlanError(
+                f"the {self.step.kind} step needs the file of role '{role}' "
+                f"(nvcc calls it {plan_path}); pass --file {role}=PATH"
+            )
+        return self.files[role]
+
+    def _map_path(self, plan_path: str) -> str:
+        role = self.plan.roles.get(plan_path)
+        if role is None:
+            raise planlib.PlanError(f"no role known for {plan_path} in nvcc's plan")
+        path = self._declared(role, plan_path)
+        if self._is_output(plan_path) and role in self.files:
+            self.outputs.append(path)
+        return path
+
+    def _is_output(self, plan_path: str) -> bool:
+        argv = self.step.argv
+        for flag in ("-o", "--gen_c_file_name", "--module_id_file_name", "--stub_file_name",
+                     "--embedded-fatbin", "--create"):
+            if planlib.flag_value(argv, flag) == plan_path:
+                # cicc and fatbinary read the module id; cudafe++ writes it.
+                if flag == "--module_id_file_name" and self.step.kind != planlib.CUDAFE:
+                    return False
+                return True
+        return False
+
+    def _basename_for(self, plan_name: str) -> str:
+        """A bare file name the plan passes (cudafe++'s stub, cicc's fatbin.c include)."""
+        for plan_path, role in self.plan.roles.items():
+            if os.path.basename(plan_path) == plan_name and role != planlib.SCRATCH:
+                return os.path.basename(self._declared(role, plan_path))
+        raise planlib.PlanError(f"no file of nvcc's plan is called {plan_name}")
+
+    def _rewrite(self, argv: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        keep = planlib.KEEP_DIR + "/"
+        prev = ""
+        for arg in argv:
+            if prev in ("--stub_file_name", "--include_file_name") and "/" not in arg:
+                arg = self._basename_for(arg)
+            elif prev == "--orig_src_path_name" and self.orig_src_path_name:
+                arg = self.orig_src_path_name
+            elif keep in arg:
+                head, _, tail = arg.partition(keep)
+                plan_path = keep + tail
+                arg = head + self._map_path(plan_path)
+            else:
+                arg = self._sdk_relative(arg)
+            out.append(arg)
+            prev = argv[len(out) - 1]
+        return out
+
+    def _resolve_tool(self, tool: str) -> str:
+        if "/" in tool:
+            return tool
+        for d in self.env.get("PATH", "").split(os.pathsep):
+            candidate = os.path.join(d, tool)
+            if d and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+        found = shutil.which(tool)
+        if not found:
+            raise planlib.PlanError(f"{tool} (from nvcc's plan) is not on the plan's PATH")
+        return found
+
+
+def _strip_cwd_from_ptx(path: str) -> None:
+    """cicc writes `.file N "<cwd>/<relative path>"` with -lineinfo/-G: drop the cwd."""
+    cwd_forms = {os.getcwd(), os.path.realpath(os.getcwd())}
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        text = f.read()
+    new = text
+    for cwd in cwd_forms:
+        new = new.replace(f'"{cwd}/', '"')
+    if new != text:
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(new)
+
+
+def _deterministic(argv: list[str]) -> list[str]:
+    """Host-compiler options that keep the working directory out of outputs."""
+    if "-E" in argv:
+        # With -g, `gcc -E` writes `# 1 "<cwd>//"`; this flag drops it.
+        return [argv[0], "-fno-working-directory", *argv[1:]]
+    if any(a == "-g" or a.startswith("-g") and a[2:3].isdigit() for a in argv):
+        # DW_AT_comp_dir and relative paths in debug info: map the cwd to ".".
+        return [argv[0], f"-fdebug-prefix-map={os.getcwd()}=.", *argv[1:]]
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    files = _parse_files(args.file)
+    plan = planlib.get_plan(
+        planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
+    )
+    step = plan.find(args.kind, args.arch)
+    with tempfile.TemporaryDirectory(prefix="cuda_split_") as scratch:
+        cmd = StepCommand(
+            plan, step, files, args.nvcc, args.orig_src_path_name or args.src, scratch
+        )
+        argv = cmd.argv
+        if step.kind in (planlib.HOST_PREPROCESS, planlib.DEVICE_PREPROCESS,
+                         planlib.HOST_COMPILE):
+            argv = _deterministic(argv)
+        for path in cmd.outputs:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        env = dict(os.environ)
+        env.update(cmd.env)
+        if args.verbose:
+            print(shlex.join(argv), file=sys.stderr)
+        proc = subprocess.run(argv, env=env, check=False)
+        if proc.returncode != 0:
+            print(
+                f"cuda_split: {step.kind} of {args.src}"
+                f"{' for ' + args.arch if args.arch else ''} failed "
+                f"(exit {proc.returncode}):\n  {shlex.join(argv)}",
+                file=sys.stderr,
+            )
+            return proc.returncode
+    check_roles = [r for r in files if r.startswith(CHECK_ROLE_PREFIX)]
+    if step.kind == planlib.PTXAS and planlib.flag_value(step.argv, "-o") is None:
+        for role in check_roles:
+            with open(files[role], "w", encoding="utf-8") as f:
+                f.write(f"ptxas accepted the {args.arch} PTX\n")
+    for path in cmd.outputs:
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            print(f"cuda_split: {step.kind} exited 0 but wrote no {path}", file=sys.stderr)
+            return 1
+    if step.kind == planlib.CICC and not args.keep_cwd_in_debug_paths:
+        _strip_cwd_from_ptx(files[f"ptx:{step.arch}"])
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args)
+    except planlib.PlanError as e:
+        print(f"cuda_split: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
