@@ -23,6 +23,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from cuda_split import plan as planlib
+from cuda_split.pipeline import file_name
+
+# The --kind that runs nvcc's whole plan in one action (compile_mode=mono).
+MONO = "mono"
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.
@@ -35,7 +39,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         description="Run one step of nvcc's --dryrun plan with declared inputs/outputs.",
         fromfile_prefix_chars="@",
     )
-    p.add_argument("--kind", required=True, choices=planlib.STEP_KINDS)
+    p.add_argument("--kind", required=True, choices=[*planlib.STEP_KINDS, MONO])
+    p.add_argument("--mono-dir", default="", help="--kind mono: where intermediates go")
     p.add_argument("--arch", default="", help="virtual arch (cicc), real arch (ptxas)")
     p.add_argument("--nvcc", required=True, help="path to the SDK's bin/nvcc")
     p.add_argument("--src", required=True, help="the .cu source, as the build names it")
@@ -205,12 +210,14 @@ def _deterministic(argv: list[str]) -> list[str]:
     return argv
 
 
-def run(args: argparse.Namespace) -> int:
-    files = _parse_files(args.file)
-    plan = planlib.get_plan(
-        planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
-    )
-    step = plan.find(args.kind, args.arch)
+def execute(
+    plan: planlib.Plan,
+    step: planlib.Step,
+    files: Mapping[str, str],
+    args: argparse.Namespace,
+) -> int:
+    """Run one step of `plan` with its files at `files`; check what it wrote."""
+    label = f"{step.kind} of {args.src}" + (f" for {step.arch}" if step.arch else "")
     with tempfile.TemporaryDirectory(prefix="cuda_split_") as scratch:
         cmd = StepCommand(
             plan, step, files, args.nvcc, args.orig_src_path_name or args.src, scratch
@@ -228,23 +235,46 @@ def run(args: argparse.Namespace) -> int:
         proc = subprocess.run(argv, env=env, check=False)
         if proc.returncode != 0:
             print(
-                f"cuda_split: {step.kind} of {args.src}"
-                f"{' for ' + args.arch if args.arch else ''} failed "
-                f"(exit {proc.returncode}):\n  {shlex.join(argv)}",
+                f"cuda_split: {label} failed (exit {proc.returncode}):\n  {shlex.join(argv)}",
                 file=sys.stderr,
             )
             return proc.returncode
-    check_roles = [r for r in files if r.startswith(CHECK_ROLE_PREFIX)]
     if step.kind == planlib.PTXAS and planlib.flag_value(step.argv, "-o") is None:
-        for role in check_roles:
+        role = CHECK_ROLE_PREFIX + step.arch
+        if role in files:
             with open(files[role], "w", encoding="utf-8") as f:
-                f.write(f"ptxas accepted the {args.arch} PTX\n")
+                f.write(f"ptxas accepted the {step.arch} PTX\n")
     for path in cmd.outputs:
         if not os.path.isfile(path) or os.path.getsize(path) == 0:
-            print(f"cuda_split: {step.kind} exited 0 but wrote no {path}", file=sys.stderr)
+            print(f"cuda_split: {label} exited 0 but wrote no {path}", file=sys.stderr)
             return 1
     if step.kind == planlib.CICC and not args.keep_cwd_in_debug_paths:
         _strip_cwd_from_ptx(files[f"ptx:{step.arch}"])
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    files = _parse_files(args.file)
+    plan = planlib.get_plan(
+        planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
+    )
+    if args.kind != MONO:
+        return execute(plan, plan.find(args.kind, args.arch), files, args)
+    # One action, nvcc's whole plan: every intermediate file goes to --mono-dir.
+    if not args.mono_dir:
+        raise planlib.PlanError("--kind mono needs --mono-dir")
+    os.makedirs(args.mono_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(args.src))[0]
+    for role in set(plan.roles.values()) - {planlib.SCRATCH, "fatbin"}:
+        if role not in files:
+            files[role] = os.path.join(args.mono_dir, file_name(stem, role))
+    for step in plan.steps:
+        if step.kind == planlib.PTXAS:
+            role = CHECK_ROLE_PREFIX + step.arch
+            files.setdefault(role, os.path.join(args.mono_dir, file_name(stem, role)))
+        rc = execute(plan, step, files, args)
+        if rc:
+            return rc
     return 0
 
 

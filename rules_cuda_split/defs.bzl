@@ -1,0 +1,14 @@
+"""Convenience: every public rule of rules_cuda_split in one load.
+
+Prefer loading the small files (`cuda_library.bzl`, `cuda_binary.bzl`, `toolchain.bzl`).
+"""
+
+load("//rules_cuda_split:cuda_binary.bzl", _cuda_binary = "cuda_binary", _cuda_test = "cuda_test")
+load("//rules_cuda_split:cuda_library.bzl", _cuda_library = "cuda_library")
+load("//rules_cuda_split:providers.bzl", _CudaInfo = "CudaInfo", _CudaToolchainInfo = "CudaToolchainInfo")
+
+cuda_binary = _cuda_binary
+cuda_library = _cuda_library
+cuda_test = _cuda_test
+CudaInfo = _CudaInfo
+CudaToolchainInfo = _CudaToolchainInfo

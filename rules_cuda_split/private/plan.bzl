@@ -1,0 +1,212 @@
+"""Pure helpers: arch-spec parsing, the steps of a source, and their file names.
+
+No Bazel APIs here, so the same file runs under a plain Starlark interpreter in the
+tests. It is the twin of `tools/cuda_split/pipeline.py` (the standalone driver's copy);
+`tests/test_starlark_helpers.py` checks that both give the same shape.
+
+Errors are returned, not raised, so callers choose between `fail()` and a test assertion.
+"""
+
+ACCEPTED_FORMS = (
+    "sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), " +
+    "compute_XX:sm_XX,sm_YY,compute_XX (one virtual arch, several codes); " +
+    "groups separated by ';' or ','"
+)
+
+_DIGITS = "0123456789"
+
+def _arch_number(token, prefix):
+    """The `90` of `sm_90`/`sm_90a`, or None when `token` is not `<prefix>NN[a|f]`."""
+    if not token.startswith(prefix):
+        return None
+    rest = token[len(prefix):]
+    if rest.endswith("a") or rest.endswith("f"):
+        rest = rest[:-1]
+    if not rest or len(rest) > 4:
+        return None
+    for c in rest.elems():
+        if c not in _DIGITS:
+            return None
+    return int(rest)
+
+def _group(virtual, codes, spec):
+    vnum = _arch_number(virtual, "compute_")
+    if vnum == None:
+        return None, "bad virtual arch '%s' in '%s'; accepted forms: %s" % (virtual, spec, ACCEPTED_FORMS)
+    if not codes:
+        return None, "no codes after '%s:' in '%s'" % (virtual, spec)
+    reals = []
+    embed_ptx = False
+    for code in codes:
+        if code == virtual:
+            embed_ptx = True
+            continue
+        rnum = _arch_number(code, "sm_")
+        if rnum == None:
+            return None, "bad code '%s' for '%s' in '%s'; accepted forms: %s" % (code, virtual, spec, ACCEPTED_FORMS)
+        if rnum < vnum:
+            return None, "real arch '%s' is older than virtual arch '%s' in '%s'" % (code, virtual, spec)
+        reals.append(code)
+    return struct(virtual = virtual, reals = reals, embed_ptx = embed_ptx), None
+
+def parse_arch_spec(spec):
+    """Parses the rules_cuda arch syntax.
+
+    `sm_80,sm_90` is two groups; `compute_80:sm_80,sm_86` is one virtual arch with two
+    real ones; `compute_90:compute_90,sm_90` also embeds the PTX; `;` separates groups.
+
+    Args:
+      spec: string, e.g. "compute_80:sm_80,sm_86;sm_90".
+
+    Returns:
+      (groups, error): a list of struct(virtual, reals, embed_ptx), and None; or None and
+      an error message naming the bad token and the accepted forms.
+    """
+    groups = []
+    for part in spec.replace(" ", "").split(";"):
+        if not part:
+            continue
+        if ":" in part:
+            virtual, _, codes = part.partition(":")
+            g, err = _group(virtual, [c for c in codes.split(",") if c], spec)
+            if err:
+                return None, err
+            groups.append(g)
+            continue
+        for item in part.split(","):
+            if not item:
+                continue
+            if _arch_number(item, "sm_") != None:
+                g, err = _group("compute_" + item[3:], [item], spec)
+            else:
+                g, err = _group(item, [item], spec)
+            if err:
+                return None, err
+            groups.append(g)
+    if not groups:
+        return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
+    seen = {}
+    for g in groups:
+        for code in g.reals + ([g.virtual] if g.embed_ptx else []):
+            if code in seen:
+                return None, "arch '%s' appears twice in '%s'" % (code, spec)
+            seen[code] = True
+    return groups, None
+
+def unsupported_archs(groups, real_archs, virtual_archs):
+    """The archs of `groups` that the SDK does not list, in spec order."""
+    bad = []
+    for g in groups:
+        if g.virtual not in virtual_archs:
+            bad.append(g.virtual)
+        for r in g.reals:
+            if r not in real_archs:
+                bad.append(r)
+    return bad
+
+def gencode(group):
+    """The nvcc -gencode flag of one group."""
+    codes = list(group.reals) + ([group.virtual] if group.embed_ptx else [])
+    return "-gencode=arch=%s,code=[%s]" % (group.virtual, ",".join(codes))
+
+_FIXED_NAMES = {
+    "cpp4.ii": "cpp4.ii",
+    "cudafe1.cpp": "cudafe1.cpp",
+    "fatbin.c": "fatbin.c",
+    "module_id": "module_id",
+    "obj": "o",
+}
+
+_PER_ARCH_NAMES = {
+    "cpp1.ii": "cpp1.ii",
+    "cubin": "cubin",
+    "ptx": "ptx",
+    "ptxcheck": "ptxcheck",
+    "stub": "cudafe1.stub.c",
+}
+
+def file_name(stem, role):
+    """The file name of `role` (e.g. `ptx:compute_90`) for a source named `stem`."""
+    kind, _, arch = role.partition(":")
+    if kind in _FIXED_NAMES:
+        return "%s.%s" % (stem, _FIXED_NAMES[kind])
+    if kind in _PER_ARCH_NAMES and arch:
+        return "%s.%s.%s" % (stem, arch, _PER_ARCH_NAMES[kind])
+    fail("unknown file role '%s'" % role)
+
+def _step(kind, arch, inputs, outputs, names, nvcc_flags):
+    return struct(
+        kind = kind,
+        arch = arch,
+        inputs = inputs,
+        outputs = outputs,
+        names = names,
+        nvcc_flags = nvcc_flags,
+    )
+
+def source_steps(groups):
+    """The steps of one source, in an order that respects their dependencies.
+
+    Args:
+      groups: the result of parse_arch_spec.
+
+    Returns:
+      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags): roles read,
+      roles written, roles whose name only the step needs, and the arch flags the step
+      passes to nvcc's dryrun. Only preprocessing, cudafe++, fatbinary and the host
+      compile see every arch; cicc and ptxas see their own.
+    """
+    all_flags = [gencode(g) for g in groups]
+    stubs = ["stub:" + g.virtual for g in groups]
+    steps = [
+        _step("host_preprocess", "", [], ["cpp4.ii"], [], all_flags),
+        _step("cudafe", "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs, all_flags),
+    ]
+    images = []
+    for g in groups:
+        v = g.virtual
+
+        # Preprocessing defines __CUDA_ARCH_LIST__: it alone depends on the whole spec.
+        steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], all_flags))
+        steps.append(_step(
+            "cicc",
+            v,
+            ["cpp1.ii:" + v, "module_id"],
+            ["ptx:" + v, "stub:" + v],
+            ["fatbin.c"],
+            ["-gencode=arch=%s,code=%s" % (v, v)],
+        ))
+        for r in g.reals:
+            steps.append(_step(
+                "ptxas",
+                r,
+                ["ptx:" + v],
+                ["cubin:" + r],
+                [],
+                ["-gencode=arch=%s,code=%s" % (v, r)],
+            ))
+            images.append("cubin:" + r)
+        if g.embed_ptx:
+            images.append("ptx:" + v)
+        if not g.reals:
+            # nvcc checks PTX-only code with a ptxas run that writes nothing.
+            steps.append(_step(
+                "ptxas",
+                v,
+                ["ptx:" + v],
+                ["ptxcheck:" + v],
+                [],
+                ["-gencode=arch=%s,code=%s" % (v, v)],
+            ))
+            images.append("ptxcheck:" + v)
+    steps.append(_step("fatbinary", "", images, ["fatbin.c"], [], all_flags))
+    steps.append(_step("host_compile", "", ["cudafe1.cpp", "fatbin.c"] + stubs, ["obj"], [], all_flags))
+    return steps
+
+def step_roles(steps):
+    """Every role the steps of a source read or write, sorted."""
+    roles = {}
+    for s in steps:
+        for r in s.inputs + s.outputs + s.names:
+            roles[r] = True
+    return sorted(roles.keys())
