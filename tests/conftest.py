@@ -1,0 +1,32 @@
+"""Shared fixtures: the project's CUDA SDK (from scripts/setup.sh) and its tools."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SETUP_HINT = "run `bash scripts/setup.sh` first"
+
+
+def sdk_root() -> pathlib.Path:
+    """The SDK the tests use: $CUDA_SPLIT_SDK, else the wheels set-up installs."""
+    return pathlib.Path(os.environ.get("CUDA_SPLIT_SDK", REPO / ".sdk" / "nvidia" / "cu13"))
+
+
+@pytest.fixture(scope="session")
+def sdk() -> pathlib.Path:
+    root = sdk_root()
+    if not (root / "bin" / "nvcc").is_file():
+        pytest.fail(f"no CUDA SDK at {root}: {SETUP_HINT}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def cuobjdump(sdk: pathlib.Path) -> pathlib.Path:
+    tool = sdk / "bin" / "cuobjdump"
+    if not tool.is_file():
+        pytest.fail(f"no cuobjdump at {tool}: {SETUP_HINT}")
+    return tool
