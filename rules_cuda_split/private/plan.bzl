@@ -78,8 +78,10 @@ def parse_arch_spec(spec):
                 continue
             if _arch_number(item, "sm_") != None:
                 g, err = _group("compute_" + item[3:], [item], spec)
-            else:
+            elif _arch_number(item, "compute_") != None:
                 g, err = _group(item, [item], spec)
+            else:
+                g, err = None, "bad arch '%s' in '%s'; accepted forms: %s" % (item, spec, ACCEPTED_FORMS)
             if err:
                 return None, err
             groups.append(g)

@@ -63,8 +63,12 @@ def parse_arch_spec(spec: str) -> list[ArchGroup]:
                     continue
                 if _REAL.match(item):
                     groups.append(_group("compute_" + item[3:], [item], spec))
-                else:
+                elif _VIRTUAL.match(item):
                     groups.append(_group(item, [item], spec))
+                else:
+                    raise ArchSpecError(
+                        f"bad arch '{item}' in '{spec}'; accepted forms: {ACCEPTED_FORMS}"
+                    )
     if not groups:
         raise ArchSpecError(f"empty arch spec '{spec}'; accepted forms: {ACCEPTED_FORMS}")
     seen: set[str] = set()

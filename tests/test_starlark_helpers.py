@@ -1,0 +1,139 @@
+"""The pure Starlark helpers (rules_cuda_split/private/plan.bzl), run by a Starlark
+interpreter, agree with their Python twin (tools/cuda_split/pipeline.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import re
+
+import pytest
+
+from cuda_split import pipeline
+from starlark_util import eval_json
+
+PRELUDE = (
+    'load("//rules_cuda_split/private:plan.bzl", "parse_arch_spec", "source_steps", '
+    '"file_name", "unsupported_archs")\n'
+)
+
+GOOD_SPECS = {
+    "sm_90": [("compute_90", ["sm_90"], False)],
+    "sm_80,sm_90": [("compute_80", ["sm_80"], False), ("compute_90", ["sm_90"], False)],
+    "compute_80:sm_80,sm_86": [("compute_80", ["sm_80", "sm_86"], False)],
+    "compute_90:compute_90,sm_90": [("compute_90", ["sm_90"], True)],
+    "compute_90": [("compute_90", [], True)],
+    "sm_90a": [("compute_90a", ["sm_90a"], False)],
+    "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90": [
+        ("compute_80", ["sm_80", "sm_86"], False),
+        ("compute_90", ["sm_90"], True),
+    ],
+    " sm_75 ; sm_100 ": [("compute_75", ["sm_75"], False), ("compute_100", ["sm_100"], False)],
+}
+
+BAD_SPECS = {
+    "sm_9x": "bad arch 'sm_9x' in 'sm_9x'",
+    "lto_90": "bad arch 'lto_90'",
+    "sm_80;comp_90:sm_90": "bad virtual arch 'comp_90'",
+    "compute_90:sm_80": "real arch 'sm_80' is older than virtual arch 'compute_90'",
+    "compute_80:": "no codes after 'compute_80:'",
+    "compute_80:foo": "bad code 'foo' for 'compute_80'",
+    "sm_90,sm_90": "arch 'sm_90' appears twice",
+    "": "empty arch spec ''",
+    ";": "empty arch spec ';'",
+}
+
+
+def _starlark_parse(tmp_path: pathlib.Path, specs: list[str]) -> list:
+    body = PRELUDE + (
+        "def main():\n"
+        "    out = []\n"
+        f"    for spec in {json.dumps(specs)}:\n"
+        "        groups, err = parse_arch_spec(spec)\n"
+        "        if err:\n"
+        "            out.append({'error': err})\n"
+        "        else:\n"
+        "            out.append({'groups': [[g.virtual, g.reals, g.embed_ptx] for g in groups]})\n"
+        "    print(json.encode(out))\n"
+        "main()\n"
+    )
+    return eval_json(tmp_path, body)
+
+
+def test_parse_good_specs(tmp_path: pathlib.Path) -> None:
+    specs = list(GOOD_SPECS)
+    got = _starlark_parse(tmp_path, specs)
+    for spec, result in zip(specs, got, strict=True):
+        want = [[v, r, e] for v, r, e in GOOD_SPECS[spec]]
+        assert result == {"groups": want}, spec
+        py = pipeline.parse_arch_spec(spec)
+        assert [[g.virtual, list(g.reals), g.embed_ptx] for g in py] == want, spec
+
+
+def test_parse_bad_specs_name_the_token_and_the_accepted_forms(tmp_path: pathlib.Path) -> None:
+    specs = list(BAD_SPECS)
+    got = _starlark_parse(tmp_path, specs)
+    for spec, result in zip(specs, got, strict=True):
+        assert "error" in result, spec
+        assert BAD_SPECS[spec] in result["error"], (spec, result)
+        with pytest.raises(pipeline.ArchSpecError, match=BAD_SPECS[spec].replace("(", ".")):
+            pipeline.parse_arch_spec(spec)
+    # Malformed tokens also name the accepted forms.
+    assert pipeline.ACCEPTED_FORMS in got[0]["error"]
+
+
+@pytest.mark.parametrize("spec", list(GOOD_SPECS))
+def test_step_shape_matches_python(tmp_path: pathlib.Path, spec: str) -> None:
+    body = PRELUDE + (
+        "def main():\n"
+        f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
+        "    steps = [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
+        "              'outputs': s.outputs, 'names': s.names, 'nvcc_flags': s.nvcc_flags}\n"
+        "             for s in source_steps(groups)]\n"
+        "    names = {r: file_name('x', r)\n"
+        "             for s in steps for r in s['inputs'] + s['outputs'] + s['names']}\n"
+        "    print(json.encode({'steps': steps, 'names': names}))\n"
+        "main()\n"
+    )
+    got = eval_json(tmp_path, body)
+    py_steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
+    assert got["steps"] == [dataclasses.asdict(s) for s in py_steps]
+    for role, name in got["names"].items():
+        assert pipeline.file_name("x", role) == name
+
+
+def test_per_arch_steps_name_only_their_own_arch(tmp_path: pathlib.Path) -> None:
+    spec = "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90"
+    steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
+    others = {"compute_80": ["90"], "compute_90": ["80", "86"]}
+    for s in steps:
+        if s.kind in ("cicc", "ptxas"):
+            text = " ".join([*s.nvcc_flags, *s.inputs, *s.outputs, *s.names])
+            virtual = s.inputs[0].split(":")[1]
+            for other in others[virtual] if s.kind == "cicc" else []:
+                assert other not in text, (s, other)
+            if s.kind == "ptxas":
+                assert set(re.findall(r"sm_\d+", text)) == {s.arch}, s
+
+
+def test_file_names(tmp_path: pathlib.Path) -> None:
+    roles = ["cpp4.ii", "module_id", "cudafe1.cpp", "fatbin.c", "obj", "cpp1.ii:compute_90",
+             "ptx:compute_90", "stub:compute_90", "cubin:sm_90a", "ptxcheck:compute_90"]
+    body = PRELUDE + f"print(json.encode([file_name('saxpy', r) for r in {json.dumps(roles)}]))\n"
+    got = eval_json(tmp_path, body)
+    assert got == [
+        "saxpy.cpp4.ii", "saxpy.module_id", "saxpy.cudafe1.cpp", "saxpy.fatbin.c", "saxpy.o",
+        "saxpy.compute_90.cpp1.ii", "saxpy.compute_90.ptx", "saxpy.compute_90.cudafe1.stub.c",
+        "saxpy.sm_90a.cubin", "saxpy.compute_90.ptxcheck",
+    ]
+    assert got == [pipeline.file_name("saxpy", r) for r in roles]
+
+
+def test_unsupported_archs(tmp_path: pathlib.Path) -> None:
+    body = PRELUDE + (
+        "groups, _ = parse_arch_spec('sm_80;compute_99:sm_99;sm_100')\n"
+        "print(json.encode(unsupported_archs(groups, ['sm_80', 'sm_100'], "
+        "['compute_80', 'compute_100'])))\n"
+    )
+    assert eval_json(tmp_path, body) == ["compute_99", "sm_99"]
