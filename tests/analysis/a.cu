@@ -1,0 +1,1 @@
+__global__ void a_kernel(float* x) { x[threadIdx.x] *= 2.0f; }

@@ -1,0 +1,115 @@
+"""Analysis tests of cuda_library: the actions it declares, without running them."""
+
+load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+
+_ARCHS = "//cuda:archs"
+_MODE = "//cuda:compile_mode"
+
+def _actions_by_mnemonic(env):
+    counts = {}
+    for action in analysistest.target_actions(env):
+        counts[action.mnemonic] = counts.get(action.mnemonic, 0) + 1
+    return counts
+
+def _flag_after(argv, flag):
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+def _arch_tokens(text):
+    """Every sm_NN / compute_NN (with a/f suffix) in text."""
+    found = {}
+    for prefix in ["sm_", "compute_"]:
+        for piece in text.split(prefix)[1:]:
+            digits = ""
+            for c in piece.elems():
+                if c.isdigit() or (digits and c in "af" and len(digits) >= 2):
+                    digits += c
+                else:
+                    break
+            if digits:
+                found[prefix + digits] = True
+    return sorted(found.keys())
+
+# 2 sources x 3 archs (compute_80:sm_80,sm_86 and sm_90: two virtual archs, three real).
+def _action_counts_impl(ctx):
+    env = analysistest.begin(ctx)
+    counts = _actions_by_mnemonic(env)
+    want = {
+        "CudaHostPreprocess": 2,
+        "CudaFrontend": 2,
+        "CudaDevicePreprocess": 4,
+        "CudaCicc": 4,
+        "CudaPtxas": 6,
+        "CudaFatbinary": 2,
+        "CudaHostCompile": 2,
+    }
+    for mnemonic, n in want.items():
+        asserts.equals(env, n, counts.get(mnemonic, 0), "actions with mnemonic " + mnemonic)
+    return analysistest.end(env)
+
+action_counts_test = analysistest.make(
+    _action_counts_impl,
+    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+)
+
+def _own_arch_only_impl(ctx):
+    env = analysistest.begin(ctx)
+    seen = 0
+    for action in analysistest.target_actions(env):
+        if action.mnemonic not in ("CudaCicc", "CudaPtxas"):
+            continue
+        seen += 1
+        arch = _flag_after(action.argv, "--arch")
+        asserts.true(env, arch != None, "%s has --arch" % action.mnemonic)
+        tokens = _arch_tokens(" ".join(action.argv))
+        if action.mnemonic == "CudaCicc":
+            asserts.equals(env, [arch], tokens, "archs named by the cicc action for " + arch)
+        else:
+            # ptxas names its real arch and the virtual arch whose PTX it reads.
+            reals = [t for t in tokens if t.startswith("sm_")]
+            asserts.equals(env, [arch], reals, "real archs named by the ptxas action for " + arch)
+            asserts.equals(env, 1, len([t for t in tokens if t.startswith("compute_")]), str(tokens))
+    asserts.equals(env, 10, seen, "cicc + ptxas actions")
+    return analysistest.end(env)
+
+own_arch_only_test = analysistest.make(
+    _own_arch_only_impl,
+    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+)
+
+def _mono_impl(ctx):
+    env = analysistest.begin(ctx)
+    counts = _actions_by_mnemonic(env)
+    asserts.equals(env, 2, counts.get("CudaCompileMono", 0), "one nvcc action per source")
+    asserts.equals(env, 0, counts.get("CudaCicc", 0), "no split actions in mono mode")
+    return analysistest.end(env)
+
+mono_test = analysistest.make(
+    _mono_impl,
+    config_settings = {_ARCHS: "sm_80,sm_90", _MODE: "mono"},
+)
+
+def _bad_archs_impl(ctx):
+    env = analysistest.begin(ctx)
+    asserts.expect_failure(env, ctx.attr.message)
+    return analysistest.end(env)
+
+bad_archs_test = analysistest.make(
+    _bad_archs_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+)
+
+def _bad_flag_impl(ctx):
+    env = analysistest.begin(ctx)
+    asserts.expect_failure(env, ctx.attr.message)
+    return analysistest.end(env)
+
+bad_flag_archs_test = analysistest.make(
+    _bad_flag_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+    config_settings = {_ARCHS: "sm_90,sm_4x"},
+)

@@ -1,0 +1,60 @@
+"""Run real Bazel (Debian's 4.2.3, offline as scripts/setup.sh configures it) from tests."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def bazel(
+    *args: str,
+    cwd: pathlib.Path = REPO,
+    output_base: pathlib.Path | None = None,
+    check: bool = True,
+    timeout: float = 3000,
+) -> subprocess.CompletedProcess[str]:
+    """`bazel [--output_base=...] ARGS` in `cwd`; fails the test with Bazel's output."""
+    exe = shutil.which("bazel")
+    if exe is None:
+        pytest.fail("bazel is not installed: run `bash scripts/setup.sh`")
+    startup = [f"--output_base={output_base}"] if output_base else []
+    proc = subprocess.run(
+        [exe, *startup, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={k: v for k, v in os.environ.items() if not k.startswith("TEST_")},
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(f"bazel {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def checkout_copy(dest: pathlib.Path) -> pathlib.Path:
+    """A copy of the repository's tracked files (as a fresh clone would have) plus the
+    set-up's untracked, machine-specific files (.bazelrc.user)."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, files):
+        src = REPO / name.decode()
+        if not src.is_file():
+            continue
+        dst = dest / name.decode()
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    for extra in (".bazelrc.user",):
+        if (REPO / extra).is_file():
+            shutil.copy2(REPO / extra, dest / extra)
+    return dest

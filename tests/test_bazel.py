@@ -1,0 +1,95 @@
+"""Real Bazel: analysis tests, action keys across arch sets, and reproducible outputs."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from bazel_util import REPO, bazel, checkout_copy
+
+pytestmark = pytest.mark.bazel
+
+ARCHS = "--@rules_cuda_split//cuda:archs="
+
+
+def test_analysis_tests_pass() -> None:
+    proc = bazel("test", "//tests/analysis/...")
+    out = proc.stdout + proc.stderr
+    passed = re.findall(r"^//tests/analysis:(\S+)\s+PASSED", out, re.M)
+    assert len(passed) >= 10, out[-3000:]
+
+
+def _split_actions(archs: str, target: str) -> dict[tuple[str, str], list[str]]:
+    """(mnemonic, --arch) -> argv of the target's cicc and ptxas actions."""
+    proc = bazel(
+        "aquery",
+        ARCHS + archs,
+        f'mnemonic("CudaCicc|CudaPtxas|CudaDevicePreprocess", {target})',
+        "--output=jsonproto",
+    )
+    actions = {}
+    for action in json.loads(proc.stdout).get("actions", []):
+        argv = action["arguments"]
+        arch = argv[argv.index("--arch") + 1]
+        actions[(action["mnemonic"], arch)] = argv
+    return actions
+
+
+def test_per_arch_commands_do_not_depend_on_other_archs() -> None:
+    target = "//tests/analysis:two_sources"
+    alone = _split_actions("sm_90", target)
+    with_80 = _split_actions("sm_80,sm_90", target)
+    with_75_ptx = _split_actions("sm_75;compute_90:compute_90,sm_90", target)
+    for key in [("CudaCicc", "compute_90"), ("CudaPtxas", "sm_90")]:
+        assert alone[key] == with_80[key] == with_75_ptx[key], key
+    # Device preprocessing is the one step that sees the whole list (__CUDA_ARCH_LIST__).
+    pre = ("CudaDevicePreprocess", "compute_90")
+    assert alone[pre] != with_80[pre]
+    assert any("compute_80" in a for a in with_80[pre])
+
+
+def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
+    found = {}
+    for path in sorted(bin_dir.rglob("*")):
+        if path.is_symlink() or not path.is_file() or ".runfiles" in path.parts:
+            continue
+        rel = path.relative_to(bin_dir).as_posix()
+        if rel.endswith((".o", ".a", ".ptx", ".cubin", ".fatbin.c")) or (
+            path.stat().st_mode & 0o111 and "/_cuda/" not in rel and "." not in path.name
+        ):
+            found[rel] = path.read_bytes()
+    return found
+
+
+def test_two_checkouts_build_byte_identical_outputs(tmp_path: pathlib.Path) -> None:
+    targets = ["//examples/...", "//tests/analysis:two_sources"]
+    builds = []
+    for name in ("checkout-a", "other-dir/checkout-b"):
+        work = checkout_copy(tmp_path / name)
+        base = tmp_path / (name.replace("/", "_") + "-output-base")
+        bazel("build", ARCHS + "sm_80,sm_90", *targets, cwd=work, output_base=base)
+        info = bazel("info", "bazel-bin", ARCHS + "sm_80,sm_90", cwd=work, output_base=base)
+        bin_dir = pathlib.Path(info.stdout.strip())
+        builds.append((work, base, bin_dir, _outputs(bin_dir)))
+    bazel("shutdown", cwd=builds[0][0], output_base=builds[0][1])
+    bazel("shutdown", cwd=builds[1][0], output_base=builds[1][1])
+    (work_a, base_a, bin_a, a), (work_b, base_b, _, b) = builds
+    assert sorted(a) == sorted(b)
+    assert any(k.endswith(".cubin") for k in a) and any(k.endswith(".a") for k in a)
+    differ = [k for k in a if a[k] != b[k]]
+    assert not differ, f"outputs differ between checkouts: {differ}"
+    roots = [str(p) for p in (work_a, base_a, work_b, base_b, tmp_path, REPO)]
+    for rel, data in a.items():
+        for leak in [r.encode() for r in roots] + [b"/sandbox/", b"/execroot/"]:
+            assert leak not in data, f"{rel} contains {leak!r}"
+    # The same as a user would check it, through `strings`.
+    for rel in a:
+        text = subprocess.run(
+            ["strings", "-a", str(bin_a / rel)], capture_output=True, text=True, check=True
+        ).stdout
+        hits = [line for line in text.splitlines() if any(r in line for r in roots)]
+        assert not hits, (rel, hits[:5])
