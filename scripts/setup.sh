@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine to develop rules_cuda_split with no internet but apt and PyPI:
+#   1. apt packages: Debian's Bazel 4.2.3 and the rule sets it would otherwise download,
+#      Go and the go.starlark.net sources, binutils;
+#   2. the pinned CUDA wheels of scripts/cuda-wheels.txt in .sdk/ (the SDK is then
+#      .sdk/nvidia/cu13/{bin,nvvm,include,lib});
+#   3. the Python dev tools of scripts/requirements-dev.txt;
+#   4. .offline/ (a rules_cc copy that Bazel 4.2.3 can load, a remote_coverage_tools
+#      stand-in) and the generated block of .bazelrc.user that points Bazel at them and
+#      at the SDK;
+#   5. .offline/bin/starlark, a Starlark interpreter built from tools/starlark/main.go.
+# Idempotent: every step checks first and does nothing when already done, so a second
+# run takes about a second. Run it from anywhere: `bash scripts/setup.sh`.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+OFFLINE="$ROOT/.offline"
+SDK_DIR="$ROOT/.sdk"
+CUDA_PATH_DIR="$SDK_DIR/nvidia/cu13"
+APT_PACKAGES=(
+    bazel-bootstrap bazel-platforms bazel-rules-cc bazel-rules-java bazel-skylib
+    golang-go golang-starlark-dev binutils
+)
+# Where Debian's packages put the repositories that Bazel would download.
+DEB_RULES_CC=/usr/share/bazel/rules/cc
+DEB_RULES_JAVA=/usr/share/bazel/rules/java
+DEB_PLATFORMS=/usr/share/bazel/platforms
+DEB_SKYLIB=/usr/share/bazel/tools/skylib
+GOCODE=/usr/share/gocode
+# Running as root is what set-up does here; pip need not warn about it.
+export PIP_ROOT_USER_ACTION=ignore
+
+log() { printf 'setup.sh: %s\n' "$*" >&2; }
+
+# Writes stdin to $1 only when the content differs, so that unchanged files keep their
+# mtime and Bazel does not refetch repositories that did not change.
+write_if_changed() {
+    local dest="$1" tmp
+    tmp="$(mktemp)"
+    cat >"$tmp"
+    if [[ -f "$dest" ]] && cmp -s "$tmp" "$dest"; then
+        rm -f "$tmp"
+    else
+        mkdir -p "$(dirname "$dest")"
+        mv "$tmp" "$dest"
+        chmod 0644 "$dest"
+        log "wrote ${dest#"$ROOT"/}"
+    fi
+}
+
+sha256_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+install_apt_packages() {
+    local missing=() pkg
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    # pip installs the CUDA wheels; Debian ships it separately from python3.
+    if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
+        missing+=(python3-pip)
+    fi
+    ((${#missing[@]} == 0)) && return 0
+    local sudo=()
+    [[ "$(id -u)" == 0 ]] || sudo=(sudo)
+    log "installing apt packages: ${missing[*]}"
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+        "${APT_PACKAGES[@]}" "${missing[@]}"
+}
+
+# pip refuses to install into a Debian-managed interpreter (PEP 668) unless told to;
+# a pyenv or venv interpreter needs no flag.
+pip_system_flags() {
+    python3 - <<'EOF'
+import os, sys, sysconfig
+managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+print("--break-system-packages" if managed and sys.prefix == sys.base_prefix else "")
+EOF
+}
+
+install_cuda_wheels() {
+    local want stamp="$SDK_DIR/.stamp" partial="$ROOT/.cache/sdk-partial"
+    want="$(sha256_of scripts/cuda-wheels.txt)"
+    if [[ -x "$CUDA_PATH_DIR/bin/nvcc" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    log "installing the CUDA wheels of scripts/cuda-wheels.txt into .sdk/ (about 300 MB)"
+    rm -rf "$partial"
+    mkdir -p "$(dirname "$partial")"
+    # --no-deps: the requirements file is the complete, pinned set; --target does not
+    # touch the interpreter's site-packages. Installed beside .sdk/ and moved in at the
+    # end, so an interrupted run never leaves a half SDK behind a valid stamp.
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+        --target "$partial" -r scripts/cuda-wheels.txt
+    [[ -x "$partial/nvidia/cu13/bin/nvcc" ]] || {
+        log "error: the wheels gave no nvidia/cu13/bin/nvcc"
+        exit 1
+    }
+    echo "$want" >"$partial/.stamp"
+    rm -rf "$SDK_DIR"
+    mv "$partial" "$SDK_DIR"
+}
+
+install_dev_tools() {
+    # Fast path: every pinned distribution is already installed at its pinned version.
+    if python3 - scripts/requirements-dev.txt <<'EOF'; then return 0; fi
+import importlib.metadata as md, re, sys
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([A-Za-z0-9_.-]+)==(\S+)", line)
+    if not m:
+        continue
+    try:
+        if md.version(m.group(1)) != m.group(2):
+            sys.exit(1)
+    except md.PackageNotFoundError:
+        sys.exit(1)
+EOF
+    log "installing Python dev tools of scripts/requirements-dev.txt"
+    local flags
+    flags="$(pip_system_flags)"
+    # shellcheck disable=SC2086  # $flags is empty or one flag
+    python3 -m pip install -q --disable-pip-version-check $flags -r scripts/requirements-dev.txt
+}
+
+# rules_cc as packaged is newer than Bazel 4.2.3: two files load use_cpp_toolchain, which
+# 4.2.3's @bazel_tools lacks. The copy asks for the C++ toolchain type directly instead.
+make_rules_cc() {
+    local dest="$OFFLINE/rules_cc" want
+    want="$(dpkg-query -W -f='${Version}' bazel-rules-cc) use_cpp_toolchain-patch-1"
+    [[ "$(cat "$dest/.stamp" 2>/dev/null)" == "$want" ]] && return 0
+    log "copying $DEB_RULES_CC to .offline/rules_cc with the use_cpp_toolchain fix"
+    rm -rf "$dest"
+    mkdir -p "$OFFLINE"
+    cp -r "$DEB_RULES_CC" "$dest"
+    chmod -R u+w "$dest"
+    local f
+    for f in cc/private/rules_impl/compiler_flag.bzl cc/private/rules_impl/cc_flags_supplier.bzl; do
+        sed -i \
+            -e 's/"find_cpp_toolchain", "use_cpp_toolchain")/"find_cpp_toolchain")/' \
+            -e 's|toolchains = use_cpp_toolchain(),|toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],|' \
+            "$dest/$f"
+    done
+    if grep -rq use_cpp_toolchain "$dest/cc"; then
+        log "error: .offline/rules_cc still mentions use_cpp_toolchain; update the patch:"
+        grep -rn use_cpp_toolchain "$dest/cc" >&2
+        exit 1
+    fi
+    echo "$want" >"$dest/.stamp"
+}
+
+# `bazel test` loads @bazel_tools//tools/test:{coverage_report_generator,lcov_merger},
+# aliases into @remote_coverage_tools, which Bazel would download. Coverage itself is not
+# supported offline; the stand-in only makes those labels exist.
+make_remote_coverage_tools() {
+    local dest="$OFFLINE/remote_coverage_tools"
+    write_if_changed "$dest/WORKSPACE" <<'EOF'
+workspace(name = "remote_coverage_tools")
+EOF
+    write_if_changed "$dest/unavailable.sh" <<'EOF'
+#!/bin/sh
+echo "remote_coverage_tools is an offline stand-in written by scripts/setup.sh:" \
+    "coverage is not available on this machine." >&2
+exit 1
+EOF
+    chmod 0755 "$dest/unavailable.sh"
+    write_if_changed "$dest/BUILD" <<'EOF'
+# Offline stand-in for the repository Bazel downloads for coverage (see scripts/setup.sh).
+package(default_visibility = ["//visibility:public"])
+
+sh_binary(
+    name = "coverage_report_generator",
+    srcs = ["unavailable.sh"],
+)
+
+sh_binary(
+    name = "lcov_merger",
+    srcs = ["unavailable.sh"],
+)
+EOF
+}
+
+# The generated block of .bazelrc.user; lines outside the markers are the developer's and
+# are kept.
+write_bazelrc_user() {
+    local begin="# >>> written by scripts/setup.sh; edits inside this block are lost >>>"
+    local end="# <<< written by scripts/setup.sh <<<"
+    local block cmd repo
+    local -a overrides=(
+        "rules_cc=$OFFLINE/rules_cc"
+        "rules_java=$DEB_RULES_JAVA"
+        "platforms=$DEB_PLATFORMS"
+        "bazel_skylib=$DEB_SKYLIB"
+        "remote_coverage_tools=$OFFLINE/remote_coverage_tools"
+    )
+    block="$begin"$'\n'
+    block+="# No internet: serve the repositories Bazel would download from local copies."$'\n'
+    for cmd in build fetch query sync; do
+        for repo in "${overrides[@]}"; do
+            block+="$cmd --override_repository=$repo"$'\n'
+        done
+    done
+    block+="# Debian's /etc/bazel/bazelrc turns on --sandbox_debug: a screen of linux-sandbox"$'\n'
+    block+="# log per action, and sandboxes left on disk."$'\n'
+    block+="build --nosandbox_debug"$'\n'
+    block+="# The SDK of scripts/cuda-wheels.txt, for cuda_sdk_repository (@local_cuda)."$'\n'
+    for cmd in build fetch query sync; do
+        block+="$cmd --repo_env=CUDA_PATH=$CUDA_PATH_DIR"$'\n'
+    done
+    block+="$end"
+    {
+        if [[ -f .bazelrc.user ]]; then
+            # Everything but an earlier generated block.
+            awk -v b="$begin" -v e="$end" '
+                $0 == b { skip = 1; next }
+                $0 == e { skip = 0; next }
+                !skip' .bazelrc.user
+        fi
+        printf '%s\n' "$block"
+    } | write_if_changed .bazelrc.user
+}
+
+build_starlark() {
+    local out="$OFFLINE/bin/starlark" want
+    want="$(sha256_of tools/starlark/main.go) $(go version)"
+    if [[ -x "$out" && "$(cat "$out.stamp" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    log "building .offline/bin/starlark from tools/starlark/main.go"
+    mkdir -p "$OFFLINE/bin"
+    # GOPATH mode: go.starlark.net comes from Debian's golang-starlark-dev sources,
+    # nothing is downloaded.
+    GO111MODULE=off GOPATH="$GOCODE" GOCACHE="$ROOT/.cache/go-build" GOFLAGS= \
+        go build -o "$out" ./tools/starlark
+    echo "$want" >"$out.stamp"
+}
+
+install_apt_packages
+install_cuda_wheels
+install_dev_tools
+make_rules_cc
+make_remote_coverage_tools
+write_bazelrc_user
+build_starlark
+log "ready (CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/})"
