@@ -1,0 +1,58 @@
+"""Module extension `cuda`: CUDA SDK repositories for bzlmod users.
+
+In MODULE.bazel:
+
+    cuda = use_extension("@rules_cuda_split//rules_cuda_split:extensions.bzl", "cuda")
+    cuda.sdk(name = "local_cuda")  # or path = "/opt/cuda-13.0" to name the SDK
+    use_repo(cuda, "local_cuda")
+
+    register_toolchains("@local_cuda//:toolchain")
+
+Each `cuda.sdk` tag makes one `cuda_sdk_repository` (see `private/sdk_repository.bzl`
+for where it looks). When several modules tag the same name, the root module's tag
+wins, then the first in dependency order.
+"""
+
+load(
+    "//rules_cuda_split/private:sdk_repository.bzl",
+    "DEFAULT_SDK_PATHS",
+    "cuda_sdk_repository",
+)
+
+_sdk_tag = tag_class(
+    doc = "A CUDA SDK on this machine, as the repository `name`.",
+    attrs = {
+        "name": attr.string(
+            doc = "The repository's name; `@<name>//:toolchain` is its toolchain.",
+            default = "local_cuda",
+        ),
+        "path": attr.string(
+            doc = "The SDK's directory (holding `bin/nvcc`); when set, nothing else is tried.",
+        ),
+        "default_paths": attr.string_list(
+            doc = "Directories tried after `$CUDA_PATH`, `$CUDA_HOME` and `nvcc` on `$PATH`.",
+            default = DEFAULT_SDK_PATHS,
+        ),
+    },
+)
+
+def _cuda_impl(module_ctx):
+    made = {}
+
+    # module_ctx.modules starts with the root module, then breadth-first dependency order.
+    for mod in module_ctx.modules:
+        for sdk in mod.tags.sdk:
+            if sdk.name in made:
+                continue
+            made[sdk.name] = mod.name
+            cuda_sdk_repository(
+                name = sdk.name,
+                path = sdk.path,
+                default_paths = sdk.default_paths,
+            )
+
+cuda = module_extension(
+    implementation = _cuda_impl,
+    doc = "CUDA SDK repositories, one per `cuda.sdk(name = ...)` tag.",
+    tag_classes = {"sdk": _sdk_tag},
+)

@@ -1,0 +1,514 @@
+"""The `cuda_sdk_repository` repository rule: a CUDA SDK on this machine as a repository.
+
+It finds an SDK (a directory with `bin/nvcc` and `bin/nvcc.profile`), symlinks the SDK's top-level entries into
+the repository root so that nvcc's relative layout (`bin/nvcc.profile`, `../nvvm`) keeps
+working, asks nvcc for its version and archs, and writes a BUILD file with stable labels
+for the tools, file groups, C++ libraries and a `cuda_toolchain`.
+
+Both layouts work: PyPI wheels (`bin nvvm include lib`) and NVIDIA's installers
+(`bin nvvm targets/<arch>-linux/{include,lib} lib64`).
+
+The functions not taking `rctx` are pure, so tests can run them without Bazel.
+"""
+
+# Where an SDK is looked for after the attribute, CUDA_PATH, CUDA_HOME and PATH.
+DEFAULT_SDK_PATHS = ["/usr/local/cuda"]
+
+# The libraries of the SDK that become cc_library targets, by target name: the file names
+# (`{major}` is the SDK's major version) that must all exist for the target to be made.
+_SHARED_LIBS = {
+    "cudart_shared": ["libcudart.so.{major}"],
+    "cublas": ["libcublas.so.{major}", "libcublasLt.so.{major}"],
+}
+
+def sdk_candidates(path_attr, environ, nvcc_on_path, default_paths):
+    """The places to look for an SDK, in order.
+
+    Args:
+      path_attr: string, the `path` attribute ("" when not set).
+      environ: dict of environment variables.
+      nvcc_on_path: string, the real path of `nvcc` found on PATH, "" when none.
+      default_paths: list of strings, the last places to look.
+
+    Returns:
+      list of structs (source: string; path: string, "" when not set; unset: string, why
+      there is no path; explicit: bool, True when the user named this path, so that a bad
+      one is an error rather than skipped).
+    """
+    candidates = [
+        struct(source = "attribute path", path = path_attr, unset = "not set", explicit = True),
+        struct(
+            source = "$CUDA_PATH",
+            path = environ.get("CUDA_PATH", ""),
+            unset = "not set",
+            explicit = False,
+        ),
+        struct(
+            source = "$CUDA_HOME",
+            path = environ.get("CUDA_HOME", ""),
+            unset = "not set",
+            explicit = False,
+        ),
+    ]
+    nvcc_root = ""
+    if nvcc_on_path:
+        # <root>/bin/nvcc -> <root>
+        nvcc_root = nvcc_on_path.rpartition("/")[0].rpartition("/")[0] or "/"
+    candidates.append(struct(
+        source = "nvcc on $PATH" + (" (%s)" % nvcc_on_path if nvcc_on_path else ""),
+        path = nvcc_root,
+        unset = "no nvcc on PATH",
+        explicit = False,
+    ))
+    if not default_paths:
+        candidates.append(struct(
+            source = "default paths",
+            path = "",
+            unset = "none (default_paths = [])",
+            explicit = False,
+        ))
+    for default in default_paths:
+        candidates.append(struct(
+            source = "default path",
+            path = default,
+            unset = "",
+            explicit = False,
+        ))
+    return candidates
+
+_PROBE_REASONS = {
+    "missing": "\"%s\" does not exist",
+    "no_nvcc": "\"%s\" has no bin/nvcc",
+    "no_profile": "\"%s\" has bin/nvcc but no bin/nvcc.profile (a wrapper, not an SDK)",
+}
+
+def search_sdk(candidates, probes):
+    """Walks the candidates in order to the first SDK.
+
+    Args:
+      candidates: list of structs from `sdk_candidates`.
+      probes: dict, path -> what it holds: "sdk" (bin/nvcc and bin/nvcc.profile),
+        "no_profile" (bin/nvcc only), "no_nvcc" or "missing".
+
+    Returns:
+      struct(path: string, the SDK, "" when none; source: string, which candidate;
+      looked: list of structs (source, path, reason), the candidates passed over). A bad
+      explicit candidate ends the search.
+    """
+    looked = []
+    for candidate in candidates:
+        if not candidate.path:
+            looked.append(struct(source = candidate.source, path = "", reason = candidate.unset))
+            continue
+        kind = probes[candidate.path]
+        if kind == "sdk":
+            return struct(path = candidate.path, source = candidate.source, looked = looked)
+        looked.append(struct(
+            source = candidate.source,
+            path = candidate.path,
+            reason = _PROBE_REASONS[kind] % candidate.path,
+        ))
+        if candidate.explicit:
+            break
+    return struct(path = "", source = "", looked = looked)
+
+def not_found_message(name, looked, path_env):
+    """The error message when no SDK was found.
+
+    Args:
+      name: string, the repository's name.
+      looked: list of structs (source, path, reason) in the order looked at.
+      path_env: string, the value of PATH that was searched for nvcc.
+
+    Returns:
+      string.
+    """
+    lines = [
+        "cuda_sdk_repository(name = \"%s\"): found no CUDA SDK (a directory with bin/nvcc and bin/nvcc.profile)." % name,
+        "Looked at, in order:",
+    ]
+    for i, place in enumerate(looked):
+        lines.append("  %d. %s: %s" % (i + 1, place.source, place.reason))
+    lines.append("  (PATH searched for nvcc: \"%s\")" % path_env)
+    lines.extend([
+        "Point it at an SDK (the directory holding bin/nvcc) with one of:",
+        "  - the attribute: cuda_sdk_repository(name = \"%s\", path = \"/opt/cuda\")," % name +
+        " or with bzlmod cuda.sdk(name = \"%s\", path = \"/opt/cuda\") in MODULE.bazel;" % name,
+        "  - CUDA_PATH (or CUDA_HOME) for Bazel: --repo_env=CUDA_PATH=/opt/cuda on the command" +
+        " line or in .bazelrc, or exported in the shell that starts Bazel;",
+        "  - in a checkout of rules_cuda_split: `bash scripts/setup.sh` installs the pinned CUDA" +
+        " wheels into .sdk/ and writes .bazelrc.user with --repo_env=CUDA_PATH=.../.sdk/nvidia/cu13.",
+    ])
+    return "\n".join(lines)
+
+def parse_nvcc_version(text):
+    """The version in `nvcc --version` output ("... release 13.0, V13.0.88" -> "13.0.88").
+
+    Args:
+      text: string, what `nvcc --version` printed.
+
+    Returns:
+      string, "" when there is none.
+    """
+    for line in text.splitlines():
+        for word in line.replace(",", " ").split(" "):
+            if len(word) > 1 and word[0] == "V" and word[1].isdigit():
+                return word[1:]
+    return ""
+
+def parse_arch_list(text):
+    """The archs in `nvcc --list-gpu-code` or `--list-gpu-arch` output, one a line.
+
+    Args:
+      text: string, what nvcc printed.
+
+    Returns:
+      list of strings in nvcc's order, without duplicates.
+    """
+    archs = []
+    for line in text.splitlines():
+        arch = line.strip()
+        if arch and arch not in archs:
+            archs.append(arch)
+    return archs
+
+def host_target_dirs(machine):
+    """The `targets/` subdirectories that nvcc uses on a host (its _TARGET_DIR_).
+
+    Args:
+      machine: string, what `uname -m` printed.
+
+    Returns:
+      list of strings, most likely first.
+    """
+    if machine in ("aarch64", "arm64"):
+        return ["targets/sbsa-linux", "targets/aarch64-linux"]
+    if machine == "ppc64le":
+        return ["targets/ppc64le-linux"]
+    return ["targets/x86_64-linux"]
+
+def _quote_list(items, indent):
+    if not items:
+        return "[]"
+    pad = " " * indent
+    return "[\n" + "".join(["%s    \"%s\",\n" % (pad, item) for item in items]) + pad + "]"
+
+def sdk_build_file(sdk):
+    """The BUILD file of the SDK repository.
+
+    Args:
+      sdk: struct with
+        path: string, where the SDK is;
+        source: string, how it was found;
+        version: string, e.g. "13.0.88";
+        include_dir: string, the include directory relative to the repository root;
+        lib_dir: string, the library directory relative to the repository root;
+        libnvvm: list of strings, the libnvvm.so* files (relative) outside nvvm/;
+        shared_libs: dict, target name -> list of relative .so files (only present ones);
+        real_archs, virtual_archs: lists of strings;
+        exec_constraints: list of label strings for the toolchain.
+
+    Returns:
+      string.
+    """
+    inc = sdk.include_dir
+    lib = sdk.lib_dir
+    out = []
+    out.append("""# Generated by cuda_sdk_repository (rules_cuda_split); do not edit.
+# SDK: {path} (found by: {source}), nvcc {version}.
+
+load("@rules_cc//cc:defs.bzl", "cc_library")
+load("@rules_cuda_split//rules_cuda_split:toolchain.bzl", "cuda_toolchain")
+
+package(default_visibility = ["//visibility:public"])
+
+# Tools, by stable names. nvcc finds its siblings through bin/nvcc.profile.
+alias(name = "nvcc", actual = "bin/nvcc")
+
+alias(name = "nvcc_profile", actual = "bin/nvcc.profile")
+
+alias(name = "cudafe", actual = "bin/cudafe++")
+
+alias(name = "cicc", actual = "nvvm/bin/cicc")
+
+alias(name = "ptxas", actual = "bin/ptxas")
+
+alias(name = "fatbinary", actual = "bin/fatbinary")
+
+alias(name = "nvlink", actual = "bin/nvlink")
+
+alias(name = "bin2c", actual = "bin/bin2c")
+
+alias(name = "link_stub", actual = "bin/crt/link.stub")
+
+exports_files(glob(["bin/**"]))
+
+# All of the include directory, crt/ and cccl/ included.
+filegroup(
+    name = "headers",
+    srcs = glob(["{inc}/**"]),
+)
+
+filegroup(
+    name = "nvvm",
+    srcs = glob(["nvvm/**"]),
+)
+
+filegroup(
+    name = "libdevice",
+    srcs = glob(["nvvm/libdevice/**"]),
+)
+
+filegroup(
+    name = "libnvvm",
+    srcs = glob(["nvvm/lib*/libnvvm.so*"]) + {libnvvm},
+)
+
+# Everything a compile step may read.
+filegroup(
+    name = "compiler_files",
+    srcs = [
+        ":nvcc",
+        ":nvcc_profile",
+        ":cudafe",
+        ":cicc",
+        ":ptxas",
+        ":fatbinary",
+        ":headers",
+        ":nvvm",
+        ":libdevice",
+        ":libnvvm",
+    ],
+)
+
+# Everything a device-link step may read. nvcc -dlink compiles link.stub, which includes
+# crt/host_defines.h and fatbinary_section.h: hence the headers.
+filegroup(
+    name = "link_files",
+    srcs = [
+        ":nvcc",
+        ":nvcc_profile",
+        ":nvlink",
+        ":fatbinary",
+        ":bin2c",
+        ":link_stub",
+        "{lib}/libcudadevrt.a",
+        ":libnvvm",
+        ":headers",
+    ],
+)
+
+cc_library(
+    name = "cuda_headers",
+    hdrs = [":headers"],
+    includes = [
+        "{inc}",
+        "{inc}/cccl",
+    ],
+)
+
+cc_library(
+    name = "cudart_static",
+    srcs = ["{lib}/libcudart_static.a"],
+    linkopts = [
+        "-ldl",
+        "-lpthread",
+        "-lrt",
+    ],
+    deps = [":cuda_headers"],
+)
+
+cc_library(
+    name = "cudadevrt",
+    srcs = ["{lib}/libcudadevrt.a"],
+    deps = [":cuda_headers"],
+)
+""".format(
+        path = sdk.path,
+        source = sdk.source,
+        version = sdk.version,
+        inc = inc,
+        lib = lib,
+        libnvvm = _quote_list(sdk.libnvvm, 4),
+    ))
+    for name in sorted(sdk.shared_libs.keys()):
+        out.append("""
+cc_library(
+    name = "{name}",
+    srcs = {srcs},
+    deps = [":cuda_headers"],
+)
+""".format(name = name, srcs = _quote_list(sdk.shared_libs[name], 4)))
+    out.append("""
+cuda_toolchain(
+    name = "toolchain_impl",
+    compiler_files = ":compiler_files",
+    cudadevrt = "{lib}/libcudadevrt.a",
+    cudart = ":cudart_static",
+    fatbinary = ":fatbinary",
+    link_files = ":link_files",
+    link_stub = ":link_stub",
+    nvcc = ":nvcc",
+    nvlink = ":nvlink",
+    real_archs = {real},
+    version = "{version}",
+    virtual_archs = {virtual},
+)
+
+toolchain(
+    name = "toolchain",
+    exec_compatible_with = {exec_constraints},
+    toolchain = ":toolchain_impl",
+    toolchain_type = "@rules_cuda_split//cuda:toolchain_type",
+)
+""".format(
+        lib = lib,
+        version = sdk.version,
+        real = _quote_list(sdk.real_archs, 4),
+        virtual = _quote_list(sdk.virtual_archs, 4),
+        exec_constraints = _quote_list(sdk.exec_constraints, 4),
+    ))
+    return "".join(out)
+
+def _probe(rctx, path):
+    # nvcc.profile sits beside the real nvcc; a directory with only bin/nvcc (a wrapper
+    # script such as /usr/local/bin/nvcc) is not an SDK.
+    if rctx.path(path + "/bin/nvcc").exists:
+        return "sdk" if rctx.path(path + "/bin/nvcc.profile").exists else "no_profile"
+    return "no_nvcc" if rctx.path(path).exists else "missing"
+
+def _find_sdk(rctx):
+    """Returns (path, source) of the first SDK found; fails listing every place looked."""
+    nvcc_on_path = rctx.which("nvcc")
+    candidates = sdk_candidates(
+        path_attr = rctx.attr.path,
+        environ = rctx.os.environ,
+        nvcc_on_path = str(nvcc_on_path.realpath) if nvcc_on_path else "",
+        default_paths = rctx.attr.default_paths,
+    )
+    probes = {c.path: _probe(rctx, c.path) for c in candidates if c.path}
+    found = search_sdk(candidates, probes)
+    if not found.path:
+        fail(not_found_message(rctx.name, found.looked, rctx.os.environ.get("PATH", "")))
+    for place in found.looked:
+        if place.path:
+            # A set variable that names no SDK is likely a mistake: say so.
+            # buildifier: disable=print
+            print("cuda_sdk_repository(name = \"%s\"): skipped %s: %s" % (
+                rctx.name,
+                place.source,
+                place.reason,
+            ))
+    return found.path, found.source
+
+def _execute(rctx, args):
+    result = rctx.execute(args)
+    if result.return_code != 0:
+        fail("cuda_sdk_repository(name = \"%s\"): `%s` failed (exit %d):\n%s%s" % (
+            rctx.name,
+            " ".join(args),
+            result.return_code,
+            result.stdout,
+            result.stderr,
+        ))
+    return result.stdout
+
+def _child(rctx, root, relative):
+    # Bazel 4's path.get_child takes one path segment only.
+    return rctx.path("%s/%s" % (root, relative))
+
+def _first_existing(rctx, root, dirs, marker):
+    for d in dirs:
+        if _child(rctx, root, d + "/" + marker).exists:
+            return d
+    return None
+
+def _cuda_sdk_repository_impl(rctx):
+    sdk_path, source = _find_sdk(rctx)
+    root = rctx.path(sdk_path)
+
+    # The SDK's top-level entries, side by side with the generated BUILD file.
+    for entry in root.readdir():
+        if entry.basename not in ("BUILD", "BUILD.bazel", "WORKSPACE", "WORKSPACE.bazel"):
+            rctx.symlink(entry, entry.basename)
+
+    nvcc = str(root.get_child("bin").get_child("nvcc"))
+    version = parse_nvcc_version(_execute(rctx, [nvcc, "--version"]))
+    if not version:
+        fail("cuda_sdk_repository(name = \"%s\"): no version in `%s --version`" % (rctx.name, nvcc))
+    real_archs = parse_arch_list(_execute(rctx, [nvcc, "--list-gpu-code"]))
+    virtual_archs = parse_arch_list(_execute(rctx, [nvcc, "--list-gpu-arch"]))
+
+    # nvcc reads headers and libraries from targets/<host>-linux/ when it exists, else from
+    # the top level (wheels); take the files from where nvcc looks.
+    machine = _execute(rctx, ["uname", "-m"]).strip()
+    target_dirs = host_target_dirs(machine)
+    include_dir = _first_existing(
+        rctx,
+        root,
+        [d + "/include" for d in target_dirs] + ["include"],
+        "cuda_runtime.h",
+    )
+    lib_dir = _first_existing(
+        rctx,
+        root,
+        [d + "/lib" for d in target_dirs] + ["lib64", "lib"],
+        "libcudart_static.a",
+    )
+    if not include_dir or not lib_dir:
+        fail("cuda_sdk_repository(name = \"%s\"): %s has %s" % (
+            rctx.name,
+            sdk_path,
+            "no include/cuda_runtime.h" if not include_dir else "no lib*/libcudart_static.a",
+        ))
+    lib_root = _child(rctx, root, lib_dir)
+    libnvvm = sorted([
+        lib_dir + "/" + f.basename
+        for f in lib_root.readdir()
+        if f.basename.startswith("libnvvm.so")
+    ])
+    major = version.split(".")[0]
+    shared_libs = {}
+    for name, files in _SHARED_LIBS.items():
+        files = [f.format(major = major) for f in files]
+        if all([lib_root.get_child(f).exists for f in files]):
+            shared_libs[name] = [lib_dir + "/" + f for f in files]
+
+    cpu = {"aarch64": "aarch64", "arm64": "aarch64", "ppc64le": "ppc"}.get(machine, "x86_64")
+    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
+    rctx.file("BUILD.bazel", sdk_build_file(struct(
+        path = sdk_path,
+        source = source,
+        version = version,
+        include_dir = include_dir,
+        lib_dir = lib_dir,
+        libnvvm = libnvvm,
+        shared_libs = shared_libs,
+        real_archs = real_archs,
+        virtual_archs = virtual_archs,
+        exec_constraints = ["@platforms//os:linux", "@platforms//cpu:" + cpu],
+    )))
+
+cuda_sdk_repository = repository_rule(
+    implementation = _cuda_sdk_repository_impl,
+    doc = """A CUDA SDK installed on this machine, as a repository.
+
+Looks, in order, at: the `path` attribute, `$CUDA_PATH`, `$CUDA_HOME`, the directory
+above the `bin/` holding the `nvcc` found on `$PATH` (symlinks resolved), then
+`default_paths`. The first holding `bin/nvcc` and `bin/nvcc.profile` wins; a set
+environment variable that holds none is skipped with a warning; a bad `path` attribute,
+or finding nothing, fails with a list of every place looked. Gives `:nvcc`, `:compiler_files`, `:cudart_static`,
+`:cuda_headers`, ... and `:toolchain` to register.""",
+    attrs = {
+        "path": attr.string(
+            doc = "The SDK's directory (holding `bin/nvcc`); when set, nothing else is tried.",
+        ),
+        "default_paths": attr.string_list(
+            default = DEFAULT_SDK_PATHS,
+            doc = "Directories tried last, in order. `[]` tries none.",
+        ),
+    },
+    environ = ["CUDA_PATH", "CUDA_HOME", "PATH"],
+    local = True,
+    configure = True,
+)

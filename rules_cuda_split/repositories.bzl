@@ -1,0 +1,61 @@
+"""WORKSPACE set-up of rules_cuda_split (bzlmod users: see MODULE.bazel and extensions.bzl).
+
+    load("@rules_cuda_split//rules_cuda_split:repositories.bzl",
+         "cuda_sdk_repository", "rules_cuda_split_dependencies")
+
+    rules_cuda_split_dependencies()
+
+    cuda_sdk_repository(name = "local_cuda")
+
+    register_toolchains("@local_cuda//:toolchain")
+
+or, for the last two, `rules_cuda_split_toolchains()`.
+"""
+
+load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
+load("@bazel_tools//tools/build_defs/repo:utils.bzl", "maybe")
+load(
+    "//rules_cuda_split/private:sdk_repository.bzl",
+    _DEFAULT_SDK_PATHS = "DEFAULT_SDK_PATHS",
+    _cuda_sdk_repository = "cuda_sdk_repository",
+)
+
+cuda_sdk_repository = _cuda_sdk_repository
+
+DEFAULT_SDK_PATHS = _DEFAULT_SDK_PATHS
+
+def rules_cuda_split_dependencies():
+    """Declares the repositories rules_cuda_split needs, unless declared already.
+
+    The versions are those of MODULE.bazel (rules_cc: the newest without a protobuf
+    dependency in WORKSPACE mode); declare your own before calling this to use others.
+    """
+    maybe(
+        http_archive,
+        name = "platforms",
+        url = "https://github.com/bazelbuild/platforms/releases/download/0.0.10/platforms-0.0.10.tar.gz",
+        sha256 = "218efe8ee736d26a3572663b374a253c012b716d8af0c07e842e82f238a0a7ee",
+    )
+    maybe(
+        http_archive,
+        name = "bazel_skylib",
+        url = "https://github.com/bazelbuild/bazel-skylib/releases/download/1.7.1/bazel-skylib-1.7.1.tar.gz",
+        sha256 = "bc283cdfcd526a52c3201279cda4bc298652efa898b10b4db0837dc51652756f",
+    )
+    maybe(
+        http_archive,
+        name = "rules_cc",
+        url = "https://github.com/bazelbuild/rules_cc/releases/download/0.0.9/rules_cc-0.0.9.tar.gz",
+        sha256 = "2037875b9a4456dce4a79d112a8ae885bbc4aad968e6587dca6e64f3a0900cdf",
+        strip_prefix = "rules_cc-0.0.9",
+    )
+
+def rules_cuda_split_toolchains(name = "local_cuda", **kwargs):
+    """Declares a `cuda_sdk_repository` and registers its toolchain.
+
+    Args:
+      name: the SDK repository's name.
+      **kwargs: further attributes of `cuda_sdk_repository` (`path`, `default_paths`).
+    """
+    cuda_sdk_repository(name = name, **kwargs)
+    native.register_toolchains("@%s//:toolchain" % name)
