@@ -1,0 +1,364 @@
+"""MODULE.bazel, WORKSPACE and the SDK repository's Starlark, checked without Bazel.
+
+Runs the interpreter that scripts/setup.sh builds (.offline/bin/starlark, from
+tools/starlark/main.go). Its stubs record every call of a Bazel function (`-calls`), so
+the tests read what MODULE.bazel and WORKSPACE declare and what BUILD file the SDK
+repository generates.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import textwrap
+
+from starlark_util import REPO, run_starlark
+
+Call = dict[str, object]
+
+
+def _run(tmp_path: pathlib.Path, path: pathlib.Path) -> tuple[str, list[Call]]:
+    """Runs `path`; returns what it printed and the calls of Bazel functions."""
+    calls = tmp_path / f"{path.name}.calls.json"
+    proc = run_starlark(path, "-calls", str(calls))
+    assert proc.returncode == 0, f"{path} failed:\n{proc.stderr}"
+    return proc.stdout, json.loads(calls.read_text())
+
+
+def _star(tmp_path: pathlib.Path, body: str) -> tuple[str, list[Call]]:
+    script = tmp_path / "t.star"
+    script.write_text(textwrap.dedent(body))
+    return _run(tmp_path, script)
+
+
+def _named(calls: list[Call], fn: str) -> list[Call]:
+    return [c for c in calls if c["fn"] == fn]
+
+
+def _module_calls(tmp_path: pathlib.Path) -> list[Call]:
+    return _run(tmp_path, REPO / "MODULE.bazel")[1]
+
+
+def _workspace_calls(tmp_path: pathlib.Path) -> list[Call]:
+    return _run(tmp_path, REPO / "WORKSPACE")[1]
+
+
+# The interpreter itself.
+
+
+def test_interpreter_prints_to_stdout_and_fails_with_exit_1(tmp_path: pathlib.Path) -> None:
+    ok = tmp_path / "ok.star"
+    ok.write_text('print("hello", 1 + 2)\n')
+    proc = run_starlark(ok)
+    assert (proc.returncode, proc.stdout) == (0, "hello 3\n"), proc.stderr
+
+    bad = tmp_path / "bad.star"
+    bad.write_text('def f():\n    fail("boom", attr = "x")\n\nf()\n')
+    proc = run_starlark(bad)
+    assert proc.returncode == 1
+    assert "Error in fail: attribute x: boom" in proc.stderr
+    assert "bad.star:4" in proc.stderr  # a backtrace
+
+
+def test_interpreter_rejects_what_bazel_4_rejects(tmp_path: pathlib.Path) -> None:
+    for i, body in enumerate(["f = lambda x: x\n", "def f():\n    def g():\n        pass\n"]):
+        script = tmp_path / f"s{i}.star"
+        script.write_text(body)
+        assert run_starlark(script).returncode == 1, body
+
+
+def test_interpreter_loads_labels_paths_and_real_providers(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "helper.star").write_text("def twice(x):\n    return 2 * x\n")
+    out, _ = _star(
+        tmp_path,
+        """\
+        load("helper.star", "twice")
+        load("//rules_cuda_split:providers.bzl", "CudaToolchainInfo")
+        load("@rules_cuda_split//rules_cuda_split:providers.bzl", Info2 = "CudaToolchainInfo")
+        info = CudaToolchainInfo(version = "13.0.88", real_archs = ["sm_90"])
+        print(twice(21), info.version, info.real_archs, CudaToolchainInfo == Info2)
+        print(json.encode(struct(a = 1)))
+        """,
+    )
+    assert out == '42 13.0.88 ["sm_90"] True\n{"a":1}\n'
+
+
+# MODULE.bazel and extensions.bzl.
+
+
+def test_module_bazel_parses(tmp_path: pathlib.Path) -> None:
+    calls = _module_calls(tmp_path)
+    (module,) = _named(calls, "module")
+    assert module["kwargs"]["name"] == "rules_cuda_split"
+    deps = {c["kwargs"]["name"] for c in _named(calls, "bazel_dep")}
+    assert {"platforms", "bazel_skylib", "rules_cc"} <= deps
+
+
+def test_module_bazel_uses_the_cuda_extension_of_extensions_bzl(tmp_path: pathlib.Path) -> None:
+    (use,) = _named(_module_calls(tmp_path), "use_extension")
+    label, name = use["args"]
+    assert (label, name) == ("//rules_cuda_split:extensions.bzl", "cuda")
+    out, calls = _star(
+        tmp_path,
+        f"""\
+        load("{label}", "{name}")
+        print({name})
+        """,
+    )
+    assert out == f"<{name}>\n"  # a module_extension(...) value, exported as `cuda`
+    (ext,) = _named(calls, "module_extension")
+    assert list(ext["kwargs"]["tag_classes"]) == ["sdk"]
+    (tag,) = _named(calls, "tag_class")
+    assert {"name", "path", "default_paths"} == set(tag["kwargs"]["attrs"])
+
+
+def test_extensions_bzl_parses(tmp_path: pathlib.Path) -> None:
+    _run(tmp_path, REPO / "rules_cuda_split" / "extensions.bzl")
+
+
+# WORKSPACE and MODULE.bazel agree.
+
+
+def _workspace_sdks(calls: list[Call]) -> list[str]:
+    return [c["kwargs"]["name"] for c in _named(calls, "cuda_sdk_repository")]
+
+
+def _module_sdks(calls: list[Call]) -> list[str]:
+    return [c["kwargs"].get("name", "local_cuda") for c in _named(calls, "cuda.sdk")]
+
+
+def _toolchains(calls: list[Call]) -> list[str]:
+    return [label for c in _named(calls, "register_toolchains") for label in c["args"]]
+
+
+def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathlib.Path) -> None:
+    ws, mod = _workspace_calls(tmp_path), _module_calls(tmp_path)
+    (workspace,) = _named(ws, "workspace")
+    (module,) = _named(mod, "module")
+    # `@rules_cuda_split//` in generated BUILD files needs both names to be the same.
+    assert workspace["kwargs"]["name"] == module["kwargs"]["name"] == "rules_cuda_split"
+
+    sdks = _workspace_sdks(ws)
+    assert sdks and sdks == _module_sdks(mod)
+    (use_repo,) = _named(mod, "use_repo")
+    assert set(sdks) <= set(use_repo["args"][1:])
+
+    toolchains = _toolchains(ws)
+    assert toolchains == _toolchains(mod)
+    assert toolchains == [f"@{sdk}//:toolchain" for sdk in sdks]
+
+
+# The SDK repository's pure helpers (the repository rule itself needs Bazel).
+
+_SDK_BZL = "//rules_cuda_split/private:sdk_repository.bzl"
+
+NVCC_VERSION = """\
+nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2025 NVIDIA Corporation
+Built on Wed_Aug_20_01:58:59_PM_PDT_2025
+Cuda compilation tools, release 13.0, V13.0.88
+Build cuda_13.0.r13.0/compiler.36424714_0
+"""
+
+
+def test_parse_nvcc_output(tmp_path: pathlib.Path) -> None:
+    out, _ = _star(
+        tmp_path,
+        f"""\
+        load("{_SDK_BZL}", "parse_arch_list", "parse_nvcc_version")
+        print(json.encode([
+            parse_nvcc_version({NVCC_VERSION!r}),
+            parse_nvcc_version("no version here"),
+            parse_arch_list("sm_75\\nsm_80\\n\\nsm_80\\nsm_90\\n"),
+        ]))
+        """,
+    )
+    assert json.loads(out) == ["13.0.88", "", ["sm_75", "sm_80", "sm_90"]]
+
+
+def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str, probes: dict):
+    out, _ = _star(
+        tmp_path,
+        f"""\
+        load("{_SDK_BZL}", "not_found_message", "sdk_candidates", "search_sdk")
+        found = search_sdk(
+            sdk_candidates({path_attr!r}, {environ!r}, {nvcc!r}, ["/usr/local/cuda"]),
+            {probes!r},
+        )
+        print(json.encode(struct(
+            path = found.path,
+            source = found.source,
+            message = not_found_message("local_cuda", found.looked, "/usr/bin:/bin"),
+        )))
+        """,
+    )
+    return json.loads(out)
+
+
+def test_search_order_skips_bad_variables(tmp_path: pathlib.Path) -> None:
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={"CUDA_PATH": "/nonexistent", "CUDA_HOME": "/opt/cuda"},
+        nvcc="/usr/local/cuda-13.0/bin/nvcc",
+        probes={"/nonexistent": "missing", "/opt/cuda": "sdk"},
+    )
+    assert (found["path"], found["source"]) == ("/opt/cuda", "$CUDA_HOME")
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={},
+        nvcc="/usr/local/cuda-13.0/bin/nvcc",
+        probes={"/usr/local/cuda-13.0": "sdk", "/usr/local/cuda": "sdk"},
+    )
+    assert found["path"] == "/usr/local/cuda-13.0"
+    assert found["source"].startswith("nvcc on $PATH")
+
+
+def test_bad_path_attribute_is_not_skipped(tmp_path: pathlib.Path) -> None:
+    found = _search(
+        tmp_path,
+        path_attr="/opt/typo",
+        environ={"CUDA_PATH": "/opt/cuda"},
+        nvcc="",
+        probes={"/opt/typo": "no_nvcc", "/opt/cuda": "sdk", "/usr/local/cuda": "sdk"},
+    )
+    assert found["path"] == ""
+    assert 'attribute path: "/opt/typo" has no bin/nvcc' in found["message"]
+    assert "CUDA_PATH:" not in found["message"]
+
+
+def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Path) -> None:
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={"CUDA_PATH": "/nonexistent"},
+        nvcc="/usr/local/bin/nvcc",
+        probes={
+            "/nonexistent": "missing",
+            "/usr/local": "no_profile",
+            "/usr/local/cuda": "no_nvcc",
+        },
+    )
+    assert found["path"] == ""
+    message = found["message"]
+    for line in [
+        "1. attribute path: not set",
+        '2. $CUDA_PATH: "/nonexistent" does not exist',
+        "3. $CUDA_HOME: not set",
+        '4. nvcc on $PATH (/usr/local/bin/nvcc): "/usr/local" has bin/nvcc but no bin/nvcc.profile',
+        '5. default path: "/usr/local/cuda" has no bin/nvcc',
+        '(PATH searched for nvcc: "/usr/bin:/bin")',
+        'cuda_sdk_repository(name = "local_cuda", path = "/opt/cuda")',
+        "cuda.sdk(",
+        "--repo_env=CUDA_PATH=",
+        "scripts/setup.sh",
+    ]:
+        assert line in message, message
+
+
+# The generated BUILD file: run it, with Bazel's rules as stubs, and read its targets.
+
+EXPECTED_TARGETS = {
+    "nvcc": "alias",
+    "nvcc_profile": "alias",
+    "cudafe": "alias",
+    "cicc": "alias",
+    "ptxas": "alias",
+    "fatbinary": "alias",
+    "nvlink": "alias",
+    "bin2c": "alias",
+    "link_stub": "alias",
+    "headers": "filegroup",
+    "nvvm": "filegroup",
+    "libdevice": "filegroup",
+    "libnvvm": "filegroup",
+    "compiler_files": "filegroup",
+    "link_files": "filegroup",
+    "cuda_headers": "cc_library",
+    "cudart_static": "cc_library",
+    "cudadevrt": "cc_library",
+    "cudart_shared": "cc_library",
+    "cublas": "cc_library",
+    "toolchain_impl": "cuda_toolchain",
+    "toolchain": "toolchain",
+}
+
+
+def _generated_build(tmp_path: pathlib.Path, layout: dict) -> list[Call]:
+    out, _ = _star(
+        tmp_path,
+        f"""\
+        load("{_SDK_BZL}", "sdk_build_file")
+        print(sdk_build_file(struct(**{layout!r})))
+        """,
+    )
+    build = tmp_path / "BUILD.bazel"
+    build.write_text(out)
+    return _run(tmp_path, build)[1]
+
+
+def _targets(calls: list[Call]) -> dict[str, Call]:
+    return {c["kwargs"]["name"]: c for c in calls if "name" in c["kwargs"]}
+
+
+WHEEL_LAYOUT = {
+    "path": "/sdk",
+    "source": "$CUDA_PATH",
+    "version": "13.0.88",
+    "include_dir": "include",
+    "lib_dir": "lib",
+    "libnvvm": ["lib/libnvvm.so.4"],
+    "shared_libs": {
+        "cudart_shared": ["lib/libcudart.so.13"],
+        "cublas": ["lib/libcublas.so.13", "lib/libcublasLt.so.13"],
+    },
+    "real_archs": ["sm_80", "sm_90"],
+    "virtual_archs": ["compute_80", "compute_90"],
+    "exec_constraints": ["@platforms//os:linux", "@platforms//cpu:x86_64"],
+}
+
+
+def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> None:
+    targets = _targets(_generated_build(tmp_path, WHEEL_LAYOUT))
+    assert {name: c["fn"] for name, c in targets.items()} == EXPECTED_TARGETS
+
+    assert targets["nvcc"]["kwargs"]["actual"] == "bin/nvcc"
+    assert targets["cudafe"]["kwargs"]["actual"] == "bin/cudafe++"
+    assert targets["link_stub"]["kwargs"]["actual"] == "bin/crt/link.stub"
+    assert targets["cuda_headers"]["kwargs"]["includes"] == ["include", "include/cccl"]
+    assert targets["cudart_static"]["kwargs"]["srcs"] == ["lib/libcudart_static.a"]
+    assert targets["cublas"]["kwargs"]["srcs"] == WHEEL_LAYOUT["shared_libs"]["cublas"]
+
+    toolchain = targets["toolchain_impl"]["kwargs"]
+    assert toolchain["version"] == "13.0.88"
+    assert toolchain["cudart"] == ":cudart_static"
+    assert toolchain["real_archs"] == ["sm_80", "sm_90"]
+    assert toolchain["virtual_archs"] == ["compute_80", "compute_90"]
+    assert targets["toolchain"]["kwargs"]["toolchain_type"] == (
+        "@rules_cuda_split//cuda:toolchain_type"
+    )
+    for group, members in [
+        ("compiler_files", [":nvcc", ":nvcc_profile", ":cudafe", ":cicc", ":ptxas", ":headers"]),
+        ("link_files", [":nvlink", ":fatbinary", ":bin2c", ":link_stub", "lib/libcudadevrt.a"]),
+    ]:
+        assert set(members) <= set(targets[group]["kwargs"]["srcs"]), group
+
+
+def test_generated_build_for_the_classic_layout_without_cublas(tmp_path: pathlib.Path) -> None:
+    layout = dict(
+        WHEEL_LAYOUT,
+        include_dir="targets/x86_64-linux/include",
+        lib_dir="targets/x86_64-linux/lib",
+        libnvvm=[],
+        shared_libs={"cudart_shared": ["targets/x86_64-linux/lib/libcudart.so.13"]},
+    )
+    targets = _targets(_generated_build(tmp_path, layout))
+    assert "cublas" not in targets
+    assert targets["cuda_headers"]["kwargs"]["includes"] == [
+        "targets/x86_64-linux/include",
+        "targets/x86_64-linux/include/cccl",
+    ]
+    assert targets["toolchain_impl"]["kwargs"]["cudadevrt"] == (
+        "targets/x86_64-linux/lib/libcudadevrt.a"
+    )
