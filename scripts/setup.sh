@@ -87,7 +87,7 @@ install_cuda_wheels() {
     if [[ -x "$CUDA_PATH_DIR/bin/nvcc" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
         return 0
     fi
-    log "installing the CUDA wheels of scripts/cuda-wheels.txt into .sdk/ (about 300 MB)"
+    log "installing the CUDA wheels of scripts/cuda-wheels.txt into .sdk/ (about 850 MB)"
     rm -rf "$partial"
     mkdir -p "$(dirname "$partial")"
     # --no-deps: the requirements file is the complete, pinned set; --target does not
