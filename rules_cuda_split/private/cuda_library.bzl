@@ -49,15 +49,15 @@ def resolve_archs(ctx, toolchain):
     origin = "archs = \"%s\"" % spec if ctx.attr.archs else "--@rules_cuda_split//cuda:archs=%s" % spec
     groups, err = parse_arch_spec(spec)
     if err:
-        fail("%s: %s (from %s)" % (ctx.label, err, origin))
+        fail("%s (%s): %s" % (ctx.label, origin, err))
     bad = unsupported_archs(groups, toolchain.real_archs, toolchain.virtual_archs)
     if bad:
-        fail(("%s: CUDA %s does not support arch(s) %s (from %s).\n" +
+        fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
               "Accepted forms: %s.\nThis SDK supports: %s") % (
             ctx.label,
+            origin,
             toolchain.version,
             ", ".join(bad),
-            origin,
             ACCEPTED_FORMS,
             ", ".join(toolchain.real_archs + toolchain.virtual_archs),
         ))
