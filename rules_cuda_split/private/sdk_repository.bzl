@@ -203,7 +203,7 @@ def sdk_build_file(sdk):
         version: string, e.g. "13.0.88";
         include_dir: string, the include directory relative to the repository root;
         lib_dir: string, the library directory relative to the repository root;
-        libnvvm: list of strings, the libnvvm.so* files (relative) outside nvvm/;
+        libnvvm: list of strings, the libnvvm.so* files (relative), wherever they are;
         shared_libs: dict, target name -> list of relative .so files (only present ones);
         real_archs, virtual_archs: lists of strings;
         exec_constraints: list of label strings for the toolchain.
@@ -261,7 +261,7 @@ filegroup(
 
 filegroup(
     name = "libnvvm",
-    srcs = glob(["nvvm/lib*/libnvvm.so*"]) + {libnvvm},
+    srcs = {libnvvm},
 )
 
 # Everything a compile step may read.
@@ -462,11 +462,18 @@ def _cuda_sdk_repository_impl(rctx):
             "no include/cuda_runtime.h" if not include_dir else "no lib*/libcudart_static.a",
         ))
     lib_root = _child(rctx, root, lib_dir)
-    libnvvm = sorted([
-        lib_dir + "/" + f.basename
-        for f in lib_root.readdir()
-        if f.basename.startswith("libnvvm.so")
-    ])
+
+    # libnvvm (nvlink loads it for -dlto): nvvm/lib64 in NVIDIA's layout, lib/ in the
+    # wheels'. Listed here, not globbed: Bazel 8 fails on globs that match nothing.
+    libnvvm = []
+    for d in [lib_dir, "nvvm/lib64", "nvvm/lib"]:
+        dir_path = _child(rctx, root, d)
+        if dir_path.exists:
+            libnvvm.extend([
+                d + "/" + f.basename
+                for f in dir_path.readdir()
+                if f.basename.startswith("libnvvm.so")
+            ])
     major = version.split(".")[0]
     shared_libs = {}
     for name, files in _SHARED_LIBS.items():
@@ -482,7 +489,7 @@ def _cuda_sdk_repository_impl(rctx):
         version = version,
         include_dir = include_dir,
         lib_dir = lib_dir,
-        libnvvm = libnvvm,
+        libnvvm = sorted(libnvvm),
         shared_libs = shared_libs,
         real_archs = real_archs,
         virtual_archs = virtual_archs,
