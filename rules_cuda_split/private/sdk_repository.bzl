@@ -1,9 +1,10 @@
 """The `cuda_sdk_repository` repository rule: a CUDA SDK on this machine as a repository.
 
-It finds an SDK (a directory with `bin/nvcc` and `bin/nvcc.profile`), symlinks the SDK's top-level entries into
-the repository root so that nvcc's relative layout (`bin/nvcc.profile`, `../nvvm`) keeps
-working, asks nvcc for its version and archs, and writes a BUILD file with stable labels
-for the tools, file groups, C++ libraries and a `cuda_toolchain`.
+It finds an SDK (a directory with `bin/nvcc` and `bin/nvcc.profile`), symlinks the SDK's
+top-level entries into the repository root so that nvcc's relative layout
+(`bin/nvcc.profile`, `../nvvm`) keeps working, asks nvcc for its version and archs, and
+writes a BUILD file with stable labels for the tools, file groups, C++ libraries and a
+`cuda_toolchain`.
 
 Both layouts work: PyPI wheels (`bin nvvm include lib`) and NVIDIA's installers
 (`bin nvvm targets/<arch>-linux/{include,lib} lib64`).
@@ -124,7 +125,8 @@ def not_found_message(name, looked, path_env):
       string.
     """
     lines = [
-        "cuda_sdk_repository(name = \"%s\"): found no CUDA SDK (a directory with bin/nvcc and bin/nvcc.profile)." % name,
+        "cuda_sdk_repository(name = \"%s\"): found no CUDA SDK " % name +
+        "(a directory with bin/nvcc and bin/nvcc.profile).",
         "Looked at, in order:",
     ]
     for i, place in enumerate(looked):
@@ -136,8 +138,9 @@ def not_found_message(name, looked, path_env):
         " or with bzlmod cuda.sdk(name = \"%s\", path = \"/opt/cuda\") in MODULE.bazel;" % name,
         "  - CUDA_PATH (or CUDA_HOME) for Bazel: --repo_env=CUDA_PATH=/opt/cuda on the command" +
         " line or in .bazelrc, or exported in the shell that starts Bazel;",
-        "  - in a checkout of rules_cuda_split: `bash scripts/setup.sh` installs the pinned CUDA" +
-        " wheels into .sdk/ and writes .bazelrc.user with --repo_env=CUDA_PATH=.../.sdk/nvidia/cu13.",
+        "  - in a checkout of rules_cuda_split: `bash scripts/setup.sh` installs the pinned" +
+        " CUDA wheels into .sdk/ and writes .bazelrc.user with" +
+        " --repo_env=CUDA_PATH=.../.sdk/nvidia/cu13.",
     ])
     return "\n".join(lines)
 
@@ -504,8 +507,13 @@ Looks, in order, at: the `path` attribute, `$CUDA_PATH`, `$CUDA_HOME`, the direc
 above the `bin/` holding the `nvcc` found on `$PATH` (symlinks resolved), then
 `default_paths`. The first holding `bin/nvcc` and `bin/nvcc.profile` wins; a set
 environment variable that holds none is skipped with a warning; a bad `path` attribute,
-or finding nothing, fails with a list of every place looked. Gives `:nvcc`, `:compiler_files`, `:cudart_static`,
-`:cuda_headers`, ... and `:toolchain` to register.""",
+or finding nothing, fails with a list of every place looked.
+
+Targets: the tools `:nvcc`, `:nvcc_profile`, `:cudafe`, `:cicc`, `:ptxas`, `:fatbinary`,
+`:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:nvvm`, `:libdevice`,
+`:libnvvm`, `:compiler_files`, `:link_files`; cc_library `:cuda_headers`,
+`:cudart_static`, `:cudadevrt`, and when present `:cudart_shared`, `:cublas`; the
+`cuda_toolchain` `:toolchain_impl` and `:toolchain` to register.""",
     attrs = {
         "path": attr.string(
             doc = "The SDK's directory (holding `bin/nvcc`); when set, nothing else is tried.",

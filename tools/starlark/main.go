@@ -4,8 +4,8 @@
 //	starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] FILE
 //
 // It executes FILE with go.starlark.net in Bazel 4.2.3's dialect (no top-level if/for, no
-// recursion, no set, no lambda, no nested def), prints what `print` prints to stdout, and exits 1 on any error
-// with a backtrace on stderr (2 on bad usage).
+// recursion, no set, no lambda, no nested def), prints what `print` prints to stdout,
+// and exits 1 on any error with a backtrace on stderr (2 on bad usage).
 //
 // load() resolves Bazel labels and plain paths:
 //   - "//pkg:file.bzl" and "@NAME//pkg:file.bzl", where NAME is "" or the main
