@@ -95,6 +95,9 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
             inputs = depset(direct, transitive = transitive),
             outputs = [files[r] for r in step.outputs],
             mnemonic = _MNEMONICS[step.kind],
+            # PATH for the host compiler's own tools (as, ld): with
+            # --incompatible_strict_action_env, a fixed /bin:/usr/bin:/usr/local/bin.
+            use_default_shell_env = True,
             progress_message = _PROGRESS[step.kind] % (src.short_path, step.arch),
         )
     return struct(
@@ -125,6 +128,7 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         inputs = depset([src], transitive = [toolchain.compiler_files, cc_toolchain.all_files, headers]),
         outputs = [obj, keep],
         mnemonic = "CudaCompileMono",
+        use_default_shell_env = True,
         progress_message = "Compiling %s for %s (nvcc, all archs)" % (
             src.short_path,
             ",".join([g.virtual for g in groups]),

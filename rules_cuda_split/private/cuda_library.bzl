@@ -70,8 +70,9 @@ def _nvcc_flags(ctx, compilation_context):
     flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
     flags += ["-D" + d for d in compilation_context.defines.to_list()]
     flags += ["-D" + d for d in ctx.attr.local_defines]
-    for d in compilation_context.quote_includes.to_list():
-        flags += ["-iquote", d]
+
+    # nvcc has no -iquote; -I also serves `#include "..."`.
+    flags += ["-I" + d for d in compilation_context.quote_includes.to_list()]
     flags += ["-I" + d for d in compilation_context.includes.to_list()]
     for d in compilation_context.system_includes.to_list():
         flags += ["-isystem", d]
@@ -99,7 +100,7 @@ def _cuda_library_impl(ctx):
         requested_features = ctx.features,
         unsupported_features = ctx.disabled_features,
     )
-    deps_cc = [d[CcInfo] for d in ctx.attr.deps] + [toolchain.cudart]
+    deps_cc = [d[CcInfo] for d in ctx.attr.deps]
     own_context = cc_common.create_compilation_context(
         headers = depset(ctx.files.hdrs),
         includes = depset(_include_dirs(ctx)),
@@ -136,7 +137,7 @@ def _cuda_library_impl(ctx):
             objects = depset(objects),
             pic_objects = depset(objects),
         ),
-        linking_contexts = [c.linking_context for c in deps_cc],
+        linking_contexts = [c.linking_context for c in deps_cc + [toolchain.cudart]],
         name = ctx.label.name,
         alwayslink = ctx.attr.alwayslink,
         disallow_dynamic_library = True,
@@ -153,8 +154,10 @@ def _cuda_library_impl(ctx):
         ])),
         CcInfo(
             compilation_context = compilation_context,
+            # The CUDA runtime joins the link only: nvcc adds the SDK's own include paths,
+            # and listing them again would change the preprocessed sources.
             linking_context = cc_common.merge_cc_infos(
-                cc_infos = [CcInfo(linking_context = linking_context)] + deps_cc,
+                cc_infos = [CcInfo(linking_context = linking_context), toolchain.cudart] + deps_cc,
             ).linking_context,
         ),
         CudaInfo(

@@ -95,15 +95,24 @@ def parse_arch_spec(spec):
             seen[code] = True
     return groups, None
 
+def _family(arch):
+    """`sm_90a`/`sm_100f` -> `sm_90`/`sm_100`: nvcc's --list-gpu-code names no variants."""
+    if arch.endswith("a") or arch.endswith("f"):
+        return arch[:-1]
+    return arch
+
 def unsupported_archs(groups, real_archs, virtual_archs):
-    """The archs of `groups` that the SDK does not list, in spec order."""
+    """The archs of `groups` that the SDK does not list, in spec order.
+
+    An arch-specific (`sm_90a`) or family (`sm_100f`) variant is supported when its base
+    arch is, from sm_90 on.
+    """
     bad = []
     for g in groups:
-        if g.virtual not in virtual_archs:
-            bad.append(g.virtual)
-        for r in g.reals:
-            if r not in real_archs:
-                bad.append(r)
+        for arch, known in [(g.virtual, virtual_archs)] + [(r, real_archs) for r in g.reals]:
+            base = _family(arch)
+            if base not in known or (base != arch and int(base.split("_")[1]) < 90):
+                bad.append(arch)
     return bad
 
 def gencode(group):
