@@ -11,8 +11,14 @@ CudaToolchainInfo = provider(
         "compiler_files": "depset[File]: everything a compile step may read (nvcc, " +
                           "nvcc.profile, cudafe++, cicc, ptxas, fatbinary, headers incl. " +
                           "crt and cccl, nvvm, libdevice).",
-        "link_files": "depset[File]: everything a device-link step may read (nvlink, " +
-                      "fatbinary, bin2c, crt/link.stub, libcudadevrt).",
+        "step_files": "dict[string, depset[File]]: the SDK files each kind of step " +
+                      "reads besides its own inputs, nvcc and nvcc.profile included: " +
+                      "`headers` (preprocessing, host compile), `cudafe`, `cicc` (with " +
+                      "libdevice), `ptxas`, `fatbinary`. Narrow sets keep sandboxes small " +
+                      "and cache keys independent of unrelated SDK files.",
+        "link_files": "depset[File]: everything a device-link step may read (nvcc, " +
+                      "nvcc.profile, nvlink, fatbinary, bin2c, crt/link.stub and the " +
+                      "headers it includes, libcudadevrt, libnvvm).",
         "nvlink": "File: `bin/nvlink`.",
         "fatbinary": "File: `bin/fatbinary`.",
         "link_stub": "File: `bin/crt/link.stub`.",

@@ -16,6 +16,17 @@ _MNEMONICS = {
     "ptxas": "CudaPtxas",
 }
 
+# Which of the toolchain's step_files each kind of step reads.
+_SDK_FILES = {
+    "cicc": "cicc",
+    "cudafe": "cudafe",
+    "device_preprocess": "headers",
+    "fatbinary": "fatbinary",
+    "host_compile": "headers",
+    "host_preprocess": "headers",
+    "ptxas": "ptxas",
+}
+
 _PROGRESS = {
     "cicc": "Compiling %s for %s (cicc)",
     "cudafe": "Splitting host and device code of %s%s (cudafe++)",
@@ -78,14 +89,15 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
     files = {}
     for role in step_roles(steps):
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
-    base_inputs = [toolchain.compiler_files, cc_toolchain.all_files]
     for step in steps:
         args = _base_args(ctx, step.kind, step.arch, toolchain, cc_toolchain, src)
         for role in step.inputs + step.outputs + step.names:
             args.add("--file=%s=%s" % (role, files[role].path))
         _flag_args(args, step.nvcc_flags + nvcc_flags)
         direct = [files[r] for r in step.inputs]
-        transitive = list(base_inputs)
+
+        # nvcc's dryrun asks the host compiler for its version: every step needs it.
+        transitive = [cc_toolchain.all_files, toolchain.step_files[_SDK_FILES[step.kind]]]
         if step.kind in ("host_preprocess", "device_preprocess"):
             direct.append(src)
             transitive.append(headers)

@@ -345,14 +345,22 @@ cc_library(
     out.append("""
 cuda_toolchain(
     name = "toolchain_impl",
+    cicc_files = [
+        ":cicc",
+        ":libdevice",
+    ],
     compiler_files = ":compiler_files",
     cudadevrt = "{lib}/libcudadevrt.a",
+    cudafe = ":cudafe",
     cudart = ":cudart_static",
     fatbinary = ":fatbinary",
+    headers = ":headers",
     link_files = ":link_files",
     link_stub = ":link_stub",
     nvcc = ":nvcc",
+    nvcc_profile = ":nvcc_profile",
     nvlink = ":nvlink",
+    ptxas = ":ptxas",
     real_archs = {real},
     version = "{version}",
     virtual_archs = {virtual},

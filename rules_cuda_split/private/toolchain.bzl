@@ -8,14 +8,27 @@ generates one per SDK; tests can make one from dummy files.
 load("@rules_cc//cc:defs.bzl", "CcInfo")
 load("//rules_cuda_split:providers.bzl", "CudaToolchainInfo")
 
+def _step_files(driver, files, all_files):
+    # A toolchain that names no per-step files gives every step all compiler files.
+    return depset(driver + files) if files else all_files
+
 def _cuda_toolchain_impl(ctx):
     nvcc = ctx.file.nvcc
     nvlink = ctx.file.nvlink
     fatbinary = ctx.file.fatbinary
     link_stub = ctx.file.link_stub
     cudadevrt = ctx.file.cudadevrt
+    driver = [nvcc] + ([ctx.file.nvcc_profile] if ctx.file.nvcc_profile else [])
+    all_files = ctx.attr.compiler_files[DefaultInfo].files
     cuda = CudaToolchainInfo(
         nvcc = nvcc,
+        step_files = {
+            "cicc": _step_files(driver, ctx.files.cicc_files, all_files),
+            "cudafe": _step_files(driver, ctx.files.cudafe, all_files),
+            "fatbinary": depset(driver + [fatbinary]),
+            "headers": _step_files(driver, ctx.files.headers, all_files),
+            "ptxas": _step_files(driver, ctx.files.ptxas, all_files),
+        },
         # The single files are in the sets even when the file groups forget them.
         compiler_files = depset(
             [nvcc, fatbinary],
@@ -56,6 +69,32 @@ CudaToolchainInfo>)`; wrap it in a `toolchain(toolchain_type =
             allow_files = True,
             cfg = "exec",
             mandatory = True,
+        ),
+        "nvcc_profile": attr.label(
+            doc = "`bin/nvcc.profile`: every step runs nvcc's dryrun, which reads it.",
+            allow_single_file = True,
+            cfg = "exec",
+        ),
+        "headers": attr.label(
+            doc = "The SDK's headers (crt, cccl, ...): inputs of the preprocessing and " +
+                  "host compile steps. Unset: those steps get all `compiler_files`.",
+            allow_files = True,
+            cfg = "exec",
+        ),
+        "cudafe": attr.label(
+            doc = "`bin/cudafe++`. Unset: the cudafe++ step gets all `compiler_files`.",
+            allow_files = True,
+            cfg = "exec",
+        ),
+        "cicc_files": attr.label_list(
+            doc = "`nvvm/bin/cicc` and libdevice. Unset: cicc steps get all `compiler_files`.",
+            allow_files = True,
+            cfg = "exec",
+        ),
+        "ptxas": attr.label(
+            doc = "`bin/ptxas`. Unset: ptxas steps get all `compiler_files`.",
+            allow_files = True,
+            cfg = "exec",
         ),
         "link_files": attr.label(
             doc = "Everything a device-link step may read: nvcc and `nvcc.profile`, nvlink, " +
