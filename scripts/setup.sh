@@ -205,6 +205,11 @@ write_bazelrc_user() {
     block+="# Debian's /etc/bazel/bazelrc turns on --sandbox_debug: a screen of linux-sandbox"$'\n'
     block+="# log per action, and sandboxes left on disk."$'\n'
     block+="build --nosandbox_debug"$'\n'
+    if [[ "$(stat -f -c %T /dev/shm 2>/dev/null)" == tmpfs ]]; then
+        # Sandboxes of a few thousand symlinks (the SDK headers) take seconds to make
+        # and remove on this disk, and milliseconds on tmpfs.
+        block+="build --sandbox_base=/dev/shm"$'\n'
+    fi
     block+="# The SDK of scripts/cuda-wheels.txt, for cuda_sdk_repository (@local_cuda)."$'\n'
     for cmd in build fetch query sync; do
         block+="$cmd --repo_env=CUDA_PATH=$CUDA_PATH_DIR"$'\n'
