@@ -13,14 +13,16 @@ from bazel_util import REPO, bazel, checkout_copy
 
 pytestmark = pytest.mark.bazel
 
-ARCHS = "--@rules_cuda_split//cuda:archs="
+# Users spell it --@rules_cuda_split//cuda:archs; inside this workspace Bazel 4.2.3 knows
+# the main repository's flags only by their main-repository label.
+ARCHS = "--//cuda:archs="
 
 
 def test_analysis_tests_pass() -> None:
     proc = bazel("test", "//tests/analysis/...")
     out = proc.stdout + proc.stderr
-    passed = re.findall(r"^//tests/analysis:(\S+)\s+PASSED", out, re.M)
-    assert len(passed) >= 10, out[-3000:]
+    passed = re.findall(r"^//tests/analysis:(\S+)\s+(?:\(cached\) )?PASSED", out, re.M)
+    assert len(passed) == 9 and "FAILED" not in out, out[-3000:]
 
 
 def _split_actions(archs: str, target: str) -> dict[tuple[str, str], list[str]]:
