@@ -63,18 +63,32 @@ def resolve_archs(ctx, toolchain):
         ))
     return groups
 
-def _nvcc_flags(ctx, compilation_context):
+def _not_sdk(dirs, sdk_root, bin_dir):
+    """Include dirs but the SDK's: nvcc adds its own, and naming them again (say, from a
+    dependency on `@local_cuda//:cuda_headers`) would change the preprocessed sources."""
+    generated = bin_dir + "/" + sdk_root
+    return [
+        d
+        for d in dirs
+        if d != sdk_root and not d.startswith(sdk_root + "/") and
+           d != generated and not d.startswith(generated + "/")
+    ]
+
+def _nvcc_flags(ctx, compilation_context, toolchain):
     """The target's nvcc flags: copts, host/ptxas options, defines and include paths."""
     flags = list(ctx.attr.copts)
     flags += ["-Xcompiler=" + f for f in ctx.attr.host_copts]
     flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
     flags += ["-D" + d for d in compilation_context.defines.to_list()]
     flags += ["-D" + d for d in ctx.attr.local_defines]
+    sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
+    bin_dir = ctx.bin_dir.path
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
-    flags += ["-I" + d for d in compilation_context.quote_includes.to_list()]
-    flags += ["-I" + d for d in compilation_context.includes.to_list()]
-    for d in compilation_context.system_includes.to_list():
+    quote = _not_sdk(compilation_context.quote_includes.to_list(), sdk_root, bin_dir)
+    flags += ["-I" + d for d in quote]
+    flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root, bin_dir)]
+    for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root, bin_dir):
         flags += ["-isystem", d]
     return flags
 
@@ -112,7 +126,7 @@ def _cuda_library_impl(ctx):
         cc_infos = deps_cc,
     )
     compilation_context = merged.compilation_context
-    nvcc_flags = _nvcc_flags(ctx, compilation_context)
+    nvcc_flags = _nvcc_flags(ctx, compilation_context, toolchain)
     headers = depset(ctx.files.hdrs, transitive = [compilation_context.headers])
     compile = cuda_compile_split if ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split" else cuda_compile_mono
     outputs = [
