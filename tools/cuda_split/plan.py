@@ -74,6 +74,10 @@ class Plan:
     steps: list[Step]
     # Path in the plan (under KEEP_DIR) -> role.
     roles: dict[str, str]
+    # Where nvcc writes the dependency file of -M/-MD/-MM/-MMD (its pseudo-step
+    # `-- Filter Dependencies -- > FILE`; "-" for stdout), or None without one. nvcc makes
+    # it itself from the preprocessed files' line markers: no command of the plan does.
+    dep_file: str | None = None
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
@@ -121,6 +125,7 @@ def parse_plan(text: str) -> Plan:
     """Parse the `#$` lines of `nvcc --dryrun` into a Plan."""
     env: list[tuple[str, str]] = []
     commands: list[list[str]] = []
+    dep_file: str | None = None
     for raw in text.splitlines():
         if not raw.startswith("#$ "):
             continue
@@ -130,13 +135,19 @@ def parse_plan(text: str) -> Plan:
             env.append((m.group(1), m.group(2)))
             continue
         argv = shlex.split(line)
+        if argv[:1] == ["--"]:
+            # A pseudo-step nvcc runs in-process: `-- Filter Dependencies -- [> FILE]`.
+            if " ".join(argv[1:3]) != "Filter Dependencies":
+                raise PlanError(f"unknown pseudo-step in nvcc's plan: {line}")
+            dep_file = argv[argv.index(">") + 1] if ">" in argv[:-1] else "-"
+            continue
         if not argv or os.path.basename(argv[0]) == "rm":
             continue
         argv[0] = _expand(argv[0], dict(env))
         commands.append(argv)
     steps = [_classify(argv) for argv in commands]
     _link_arches(steps)
-    return Plan(env=env, steps=steps, roles=_assign_roles(steps))
+    return Plan(env=env, steps=steps, roles=_assign_roles(steps), dep_file=dep_file)
 
 
 def _expand(word: str, env: Mapping[str, str]) -> str:
