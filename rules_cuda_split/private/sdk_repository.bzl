@@ -298,7 +298,7 @@ filegroup(
         "{lib}/libcudadevrt.a",
         ":libnvvm",
         ":headers",
-    ],
+    ] + {layout_links},
 )
 
 cc_library(
@@ -333,6 +333,7 @@ cc_library(
         inc = inc,
         lib = lib,
         libnvvm = _quote_list(sdk.libnvvm, 4),
+        layout_links = _quote_list(sdk.layout_links, 4),
     ))
     for name in sorted(sdk.shared_libs.keys()):
         out.append("""
@@ -434,6 +435,31 @@ def _first_existing(rctx, root, dirs, marker):
             return d
     return None
 
+def _normalize_layout(rctx, root, lib_root, libnvvm):
+    """Adds the paths nvcc's own -dlink plan expects where NVIDIA's wheels lack them.
+
+    The plan gives nvlink `-L<sdk>/lib64` (for libcudadevrt) and `-nvvmpath=<sdk>/nvvm`
+    (nvlink -dlto loads `<nvvmpath>/lib64/libnvvm.so`); the wheels have both libraries in
+    `lib/`. Symlinks at the expected paths let the plan's commands run unchanged.
+
+    Returns:
+      The added paths, relative to the repository.
+    """
+    added = []
+    if not root.get_child("lib64").exists and lib_root.get_child("libcudadevrt.a").exists:
+        rctx.symlink(lib_root.get_child("libcudadevrt.a"), "lib64/libcudadevrt.a")
+        added.append("lib64/libcudadevrt.a")
+    nvvm = root.get_child("nvvm")
+    in_lib = [f for f in libnvvm if not f.startswith("nvvm/")]
+    if nvvm.exists and not nvvm.get_child("lib64").exists and in_lib:
+        # A directory of symlinks instead of the one symlink to the SDK's nvvm/.
+        rctx.delete("nvvm")
+        for entry in nvvm.readdir():
+            rctx.symlink(entry, "nvvm/" + entry.basename)
+        rctx.symlink(_child(rctx, root, sorted(in_lib)[0]), "nvvm/lib64/libnvvm.so")
+        added.append("nvvm/lib64/libnvvm.so")
+    return added
+
 def _cuda_sdk_repository_impl(rctx):
     sdk_path, source = _find_sdk(rctx)
     root = rctx.path(sdk_path)
@@ -485,6 +511,7 @@ def _cuda_sdk_repository_impl(rctx):
                 for f in dir_path.readdir()
                 if f.basename.startswith("libnvvm.so")
             ])
+    layout_links = _normalize_layout(rctx, root, lib_root, libnvvm)
     major = version.split(".")[0]
     shared_libs = {}
     for name, files in _SHARED_LIBS.items():
@@ -501,6 +528,7 @@ def _cuda_sdk_repository_impl(rctx):
         include_dir = include_dir,
         lib_dir = lib_dir,
         libnvvm = sorted(libnvvm),
+        layout_links = layout_links,
         shared_libs = shared_libs,
         real_archs = real_archs,
         virtual_archs = virtual_archs,

@@ -109,6 +109,23 @@ def dryrun_argv(
     return argv
 
 
+def dlink_dryrun_argv(
+    nvcc: str,
+    n_inputs: int,
+    nvcc_flags: Sequence[str],
+    host_compiler: str = "",
+) -> list[str]:
+    """The nvcc command whose `--dryrun` is the plan for device-linking `n_inputs`
+    relocatable objects. The inputs are named `KEEP_DIR/in<i>.o` (role `input:<i>`): nvcc
+    hands objects to nvlink as they are, and the runner puts the real files there."""
+    argv = [nvcc, "--dryrun", "--keep", "--keep-dir", KEEP_DIR]
+    if host_compiler:
+        argv += ["-ccbin", host_compiler]
+    argv += ["-dlink", *[f"{KEEP_DIR}/in{i}.o" for i in range(n_inputs)]]
+    argv += ["-o", f"{KEEP_DIR}/dlink.o", *nvcc_flags]
+    return argv
+
+
 def get_plan(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Plan:
     """Run nvcc's dryrun `argv` and parse what it prints."""
     proc = subprocess.run(list(argv), capture_output=True, text=True, env=env, check=False)
@@ -179,7 +196,7 @@ def _classify(argv: list[str]) -> Step:
     if tool == "fatbinary":
         return Step(FATBINARY, argv)
     if tool == "nvlink":
-        return Step(NVLINK, argv)
+        return Step(NVLINK, argv, arch=flag_value(argv, "--arch") or "")
     if "-E" in argv:
         if any(a.startswith("-D__CUDA_ARCH__=") for a in argv):
             return Step(DEVICE_PREPROCESS, argv)
@@ -238,7 +255,8 @@ def _assign_roles(steps: list[Step]) -> dict[str, str]:
         elif step.kind == DEVICE_PREPROCESS:
             put(out, f"cpp1.ii:{step.arch}")
         elif step.kind == CICC:
-            put(out, f"ptx:{step.arch}")
+            # With -dlto (code=lto_XX), cicc writes LTO-IR instead of PTX.
+            put(out, f"{'ltoir' if '-lto' in step.argv else 'ptx'}:{step.arch}")
             put(flag_value(step.argv, "--stub_file_name"), f"stub:{step.arch}")
             put(flag_value(step.argv, "--gen_c_file_name"), SCRATCH)
             put(flag_value(step.argv, "--gen_device_file_name"), SCRATCH)
@@ -249,4 +267,10 @@ def _assign_roles(steps: list[Step]) -> dict[str, str]:
             put(flag_value(step.argv, "--create"), "fatbin")
         elif step.kind == HOST_COMPILE:
             put(out, "obj")
+        elif step.kind == NVLINK:
+            put(out, f"linked:{step.arch}")
+            put(flag_value(step.argv, "--register-link-binaries"), "reg.c")
+            for i, a in enumerate(_inputs(step)):
+                if os.path.basename(a) == f"in{i}.o":
+                    put(a, f"input:{i}")
     return roles

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,6 +25,18 @@ from collections.abc import Mapping, Sequence
 
 from cuda_split import plan as planlib
 from cuda_split.pipeline import file_name
+
+_KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
+
+# Device-link kinds: the steps of nvcc's `-dlink` plan, one nvlink per real arch.
+LINK_KINDS = {
+    "nvlink": planlib.NVLINK,
+    "link_fatbinary": planlib.FATBINARY,
+    "link_host_compile": planlib.HOST_COMPILE,
+}
+
+# Writes the registration file of a device link from the linked sources' module ids.
+REGISTER = "register"
 
 # The --kind that runs nvcc's whole plan in one action (compile_mode=mono).
 MONO = "mono"
@@ -39,11 +52,27 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         description="Run one step of nvcc's --dryrun plan with declared inputs/outputs.",
         fromfile_prefix_chars="@",
     )
-    p.add_argument("--kind", required=True, choices=[*planlib.STEP_KINDS, MONO])
+    p.add_argument(
+        "--kind", required=True, choices=[*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER]
+    )
+    p.add_argument(
+        "--link-input",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="nvlink: a relocatable cubin or LTO-IR file, in link order",
+    )
+    p.add_argument(
+        "--module-id-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="register: the .module_id of each linked source, in link order",
+    )
     p.add_argument("--mono-dir", default="", help="--kind mono: where intermediates go")
     p.add_argument("--arch", default="", help="virtual arch (cicc), real arch (ptxas)")
     p.add_argument("--nvcc", required=True, help="path to the SDK's bin/nvcc")
-    p.add_argument("--src", required=True, help="the .cu source, as the build names it")
+    p.add_argument("--src", default="", help="the .cu source, as the build names it")
     p.add_argument("--host-compiler", default="", help="passed to nvcc as -ccbin")
     p.add_argument(
         "--orig-src-path-name",
@@ -117,8 +146,11 @@ class StepCommand:
         return s
 
     def _declared(self, role: str, plan_path: str) -> str:
-        if role == planlib.SCRATCH or (role == "fatbin" and role not in self.files):
+        soft = role == "fatbin" or (role == "reg.c" and self.step.kind == planlib.NVLINK)
+        if role == planlib.SCRATCH or (soft and role not in self.files):
             # nvcc's --keep copy of the fatbin: the embedded .fatbin.c carries the same.
+            # nvlink's registration file names cubin inputs after their paths; the
+            # `register` step writes the real one from the sources' module ids.
             return os.path.join(self.scratch_dir, os.path.basename(plan_path))
         if role not in self.files:
             raise planlib.PlanError(
@@ -164,9 +196,9 @@ class StepCommand:
             elif prev == "--orig_src_path_name" and self.orig_src_path_name:
                 arg = self.orig_src_path_name
             elif keep in arg:
-                head, _, tail = arg.partition(keep)
-                plan_path = keep + tail
-                arg = head + self._map_path(plan_path)
+                # Whole arguments, `--flag=PATH`, `file=PATH` and `-DNAME="PATH"` forms.
+                arg = _KEEP_PATH.sub(lambda m: self._map_path(m.group(0)), arg)
+                arg = self._sdk_relative(arg)
             else:
                 arg = self._sdk_relative(arg)
             out.append(arg)
@@ -253,8 +285,42 @@ def execute(
     return 0
 
 
+def write_registration(path: str, module_id_files: Sequence[str]) -> None:
+    """The file nvlink's `--register-link-binaries` writes when given the objects: one
+    DEFINE_REGISTER_FUNC per linked source's module id, in link order (checked against
+    nvcc -dlink's own in tests/test_rdc.py)."""
+    ids = []
+    for name in module_id_files:
+        with open(name, encoding="ascii") as f:
+            ids.append(f.read().strip())
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"#define NUM_PRELINKED_OBJECTS {len(ids)}\n")
+        f.writelines(f"DEFINE_REGISTER_FUNC({i})\n" for i in ids)
+
+
+def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
+    """One step of nvcc's -dlink plan for `--link-input`s (nvlink) or the whole link."""
+    plan = planlib.get_plan(
+        planlib.dlink_dryrun_argv(
+            args.nvcc, max(1, len(args.link_input)), args.nvcc_flag, args.host_compiler
+        )
+    )
+    kind = LINK_KINDS[args.kind]
+    step = plan.find(kind, args.arch if kind == planlib.NVLINK else "")
+    for i, path in enumerate(args.link_input):
+        files[f"input:{i}"] = path
+    return execute(plan, step, files, args)
+
+
 def run(args: argparse.Namespace) -> int:
     files = _parse_files(args.file)
+    if args.kind == REGISTER:
+        write_registration(files["reg.c"], args.module_id_file)
+        return 0
+    if args.kind in LINK_KINDS:
+        return run_link(args, files)
+    if not args.src:
+        raise planlib.PlanError(f"--kind {args.kind} needs --src")
     plan = planlib.get_plan(
         planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
     )
