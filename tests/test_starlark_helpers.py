@@ -19,22 +19,34 @@ PRELUDE = (
 )
 
 GOOD_SPECS = {
-    "sm_90": [("compute_90", ["sm_90"], False)],
-    "sm_80,sm_90": [("compute_80", ["sm_80"], False), ("compute_90", ["sm_90"], False)],
-    "compute_80:sm_80,sm_86": [("compute_80", ["sm_80", "sm_86"], False)],
-    "compute_90:compute_90,sm_90": [("compute_90", ["sm_90"], True)],
-    "compute_90": [("compute_90", [], True)],
-    "sm_90a": [("compute_90a", ["sm_90a"], False)],
-    "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90": [
-        ("compute_80", ["sm_80", "sm_86"], False),
-        ("compute_90", ["sm_90"], True),
+    "sm_90": [("compute_90", ["sm_90"], False, False)],
+    "sm_80,sm_90": [
+        ("compute_80", ["sm_80"], False, False),
+        ("compute_90", ["sm_90"], False, False),
     ],
-    " sm_75 ; sm_100 ": [("compute_75", ["sm_75"], False), ("compute_100", ["sm_100"], False)],
+    "compute_80:sm_80,sm_86": [("compute_80", ["sm_80", "sm_86"], False, False)],
+    "compute_90:compute_90,sm_90": [("compute_90", ["sm_90"], True, False)],
+    "compute_90": [("compute_90", [], True, False)],
+    "sm_90a": [("compute_90a", ["sm_90a"], False, False)],
+    "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90": [
+        ("compute_80", ["sm_80", "sm_86"], False, False),
+        ("compute_90", ["sm_90"], True, False),
+    ],
+    "lto_90": [("compute_90", [], False, True)],
+    "sm_80;compute_90:lto_90": [("compute_80", ["sm_80"], False, False),
+                                ("compute_90", [], False, True)],
+    " sm_75 ; sm_100 ": [
+        ("compute_75", ["sm_75"], False, False),
+        ("compute_100", ["sm_100"], False, False),
+    ],
 }
 
 BAD_SPECS = {
     "sm_9x": "bad arch 'sm_9x' in 'sm_9x'",
-    "lto_90": "bad arch 'lto_90'",
+    "lto_9x": "bad arch 'lto_9x'",
+    "compute_90:lto_90,sm_90": "'compute_90' mixes LTO-IR with other codes",
+    "compute_90:lto_80": "LTO code 'lto_80' does not match virtual arch 'compute_90'",
+    "sm_90;compute_90:compute_90": "virtual arch 'compute_90' heads two groups",
     "sm_80;comp_90:sm_90": "bad virtual arch 'comp_90'",
     "compute_90:sm_80": "real arch 'sm_80' is older than virtual arch 'compute_90'",
     "compute_80:": "no codes after 'compute_80:'",
@@ -54,7 +66,8 @@ def _starlark_parse(tmp_path: pathlib.Path, specs: list[str]) -> list:
         "        if err:\n"
         "            out.append({'error': err})\n"
         "        else:\n"
-        "            out.append({'groups': [[g.virtual, g.reals, g.embed_ptx] for g in groups]})\n"
+        "            out.append({'groups': [[g.virtual, g.reals, g.embed_ptx, g.lto]\n"
+        "                                   for g in groups]})\n"
         "    print(json.encode(out))\n"
         "main()\n"
     )
@@ -65,10 +78,10 @@ def test_parse_good_specs(tmp_path: pathlib.Path) -> None:
     specs = list(GOOD_SPECS)
     got = _starlark_parse(tmp_path, specs)
     for spec, result in zip(specs, got, strict=True):
-        want = [[v, r, e] for v, r, e in GOOD_SPECS[spec]]
+        want = [list(g) for g in GOOD_SPECS[spec]]
         assert result == {"groups": want}, spec
         py = pipeline.parse_arch_spec(spec)
-        assert [[g.virtual, list(g.reals), g.embed_ptx] for g in py] == want, spec
+        assert [[g.virtual, list(g.reals), g.embed_ptx, g.lto] for g in py] == want, spec
 
 
 def test_parse_bad_specs_name_the_token_and_the_accepted_forms(tmp_path: pathlib.Path) -> None:

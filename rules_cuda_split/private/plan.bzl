@@ -10,7 +10,7 @@ Errors are returned, not raised, so callers choose between `fail()` and a test a
 ACCEPTED_FORMS = (
     "sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), " +
     "compute_XX:sm_XX,sm_YY,compute_XX (one virtual arch, several codes); " +
-    "groups separated by ';' or ','"
+    "lto_XX (= compute_XX:lto_XX, LTO-IR for -dlto); groups separated by ';' or ','"
 )
 
 _DIGITS = "0123456789"
@@ -37,9 +37,15 @@ def _group(virtual, codes, spec):
         return None, "no codes after '%s:' in '%s'" % (virtual, spec)
     reals = []
     embed_ptx = False
+    lto = False
     for code in codes:
         if code == virtual:
             embed_ptx = True
+            continue
+        if code.startswith("lto_"):
+            if code != "lto_" + virtual[len("compute_"):]:
+                return None, "LTO code '%s' does not match virtual arch '%s' in '%s'" % (code, virtual, spec)
+            lto = True
             continue
         rnum = _arch_number(code, "sm_")
         if rnum == None:
@@ -47,7 +53,10 @@ def _group(virtual, codes, spec):
         if rnum < vnum:
             return None, "real arch '%s' is older than virtual arch '%s' in '%s'" % (code, virtual, spec)
         reals.append(code)
-    return struct(virtual = virtual, reals = reals, embed_ptx = embed_ptx), None
+    if lto and (reals or embed_ptx):
+        return None, ("'%s' mixes LTO-IR with other codes in '%s': give LTO its own group " +
+                      "(e.g. 'lto_%s;sm_80')") % (virtual, spec, virtual[len("compute_"):])
+    return struct(virtual = virtual, reals = reals, embed_ptx = embed_ptx, lto = lto), None
 
 def parse_arch_spec(spec):
     """Parses the rules_cuda arch syntax.
@@ -80,6 +89,8 @@ def parse_arch_spec(spec):
                 g, err = _group("compute_" + item[3:], [item], spec)
             elif _arch_number(item, "compute_") != None:
                 g, err = _group(item, [item], spec)
+            elif _arch_number(item, "lto_") != None:
+                g, err = _group("compute_" + item[4:], [item], spec)
             else:
                 g, err = None, "bad arch '%s' in '%s'; accepted forms: %s" % (item, spec, ACCEPTED_FORMS)
             if err:
@@ -89,11 +100,27 @@ def parse_arch_spec(spec):
         return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
     seen = {}
     for g in groups:
-        for code in g.reals + ([g.virtual] if g.embed_ptx else []):
+        for code in codes_of(g):
             if code in seen:
                 return None, "arch '%s' appears twice in '%s'" % (code, spec)
             seen[code] = True
+    virtuals = {}
+    for g in groups:
+        if g.virtual in virtuals:
+            return None, "virtual arch '%s' heads two groups in '%s'; list its codes in one group (e.g. '%s:%s')" % (
+                g.virtual,
+                spec,
+                g.virtual,
+                ",".join(virtuals[g.virtual] + codes_of(g)),
+            )
+        virtuals[g.virtual] = codes_of(g)
     return groups, None
+
+def codes_of(group):
+    """The codes of a group as nvcc's -gencode names them."""
+    if group.lto:
+        return ["lto_" + group.virtual[len("compute_"):]]
+    return list(group.reals) + ([group.virtual] if group.embed_ptx else [])
 
 def _family(arch):
     """`sm_90a`/`sm_100f` -> `sm_90`/`sm_100`: nvcc's --list-gpu-code names no variants."""
@@ -117,20 +144,22 @@ def unsupported_archs(groups, real_archs, virtual_archs):
 
 def gencode(group):
     """The nvcc -gencode flag of one group."""
-    codes = list(group.reals) + ([group.virtual] if group.embed_ptx else [])
-    return "-gencode=arch=%s,code=[%s]" % (group.virtual, ",".join(codes))
+    return "-gencode=arch=%s,code=[%s]" % (group.virtual, ",".join(codes_of(group)))
 
 _FIXED_NAMES = {
     "cpp4.ii": "cpp4.ii",
     "cudafe1.cpp": "cudafe1.cpp",
     "fatbin.c": "fatbin.c",
     "module_id": "module_id",
+    "reg.c": "reg.c",
     "obj": "o",
 }
 
 _PER_ARCH_NAMES = {
     "cpp1.ii": "cpp1.ii",
     "cubin": "cubin",
+    "linked": "linked.cubin",
+    "ltoir": "ltoir",
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
@@ -179,6 +208,18 @@ def source_steps(groups):
 
         # Preprocessing defines __CUDA_ARCH_LIST__: it alone depends on the whole spec.
         steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], all_flags))
+        if g.lto:
+            # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
+            steps.append(_step(
+                "cicc",
+                v,
+                ["cpp1.ii:" + v, "module_id"],
+                ["ltoir:" + v, "stub:" + v],
+                ["fatbin.c"],
+                [gencode(g)],
+            ))
+            images.append("ltoir:" + v)
+            continue
         steps.append(_step(
             "cicc",
             v,

@@ -17,6 +17,7 @@ from cuda_split import plan as planlib
 
 _REAL = re.compile(r"^sm_(\d+)([af]?)$")
 _VIRTUAL = re.compile(r"^compute_(\d+)([af]?)$")
+_LTO = re.compile(r"^lto_(\d+)([af]?)$")
 
 
 class ArchSpecError(ValueError):
@@ -26,7 +27,7 @@ class ArchSpecError(ValueError):
 ACCEPTED_FORMS = (
     "sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), "
     "compute_XX:sm_XX,sm_YY,compute_XX (one virtual arch, several codes); "
-    "groups separated by ';' or ','"
+    "lto_XX (= compute_XX:lto_XX, LTO-IR for -dlto); groups separated by ';' or ','"
 )
 
 
@@ -37,10 +38,15 @@ class ArchGroup:
     virtual: str
     reals: tuple[str, ...]  # sm_XX: one ptxas each
     embed_ptx: bool  # compute_XX among the codes: the PTX goes into the fatbin
+    lto: bool = False  # lto_XX: cicc writes LTO-IR for nvlink -dlto
+
+    def codes(self) -> list[str]:
+        if self.lto:
+            return ["lto_" + self.virtual.removeprefix("compute_")]
+        return [*self.reals] + ([self.virtual] if self.embed_ptx else [])
 
     def gencode(self) -> str:
-        codes = [*self.reals] + ([self.virtual] if self.embed_ptx else [])
-        return f"-gencode=arch={self.virtual},code=[{','.join(codes)}]"
+        return f"-gencode=arch={self.virtual},code=[{','.join(self.codes())}]"
 
 
 def parse_arch_spec(spec: str) -> list[ArchGroup]:
@@ -65,6 +71,8 @@ def parse_arch_spec(spec: str) -> list[ArchGroup]:
                     groups.append(_group("compute_" + item[3:], [item], spec))
                 elif _VIRTUAL.match(item):
                     groups.append(_group(item, [item], spec))
+                elif _LTO.match(item):
+                    groups.append(_group("compute_" + item[4:], [item], spec))
                 else:
                     raise ArchSpecError(
                         f"bad arch '{item}' in '{spec}'; accepted forms: {ACCEPTED_FORMS}"
@@ -72,11 +80,18 @@ def parse_arch_spec(spec: str) -> list[ArchGroup]:
     if not groups:
         raise ArchSpecError(f"empty arch spec '{spec}'; accepted forms: {ACCEPTED_FORMS}")
     seen: set[str] = set()
+    for code in [c for g in groups for c in g.codes()]:
+        if code in seen:
+            raise ArchSpecError(f"arch '{code}' appears twice in '{spec}'")
+        seen.add(code)
+    virtuals: dict[str, list[str]] = {}
     for g in groups:
-        for code in [*g.reals] + ([g.virtual] if g.embed_ptx else []):
-            if code in seen:
-                raise ArchSpecError(f"arch '{code}' appears twice in '{spec}'")
-            seen.add(code)
+        if g.virtual in virtuals:
+            raise ArchSpecError(
+                f"virtual arch '{g.virtual}' heads two groups in '{spec}'; list its codes in "
+                f"one group (e.g. '{g.virtual}:{','.join(virtuals[g.virtual] + g.codes())}')"
+            )
+        virtuals[g.virtual] = g.codes()
     return groups
 
 
@@ -89,9 +104,16 @@ def _group(virtual: str, codes: list[str], spec: str) -> ArchGroup:
         raise ArchSpecError(f"no codes after '{virtual}:' in '{spec}'")
     reals = []
     embed = False
+    lto = False
     for code in codes:
         if code == virtual:
             embed = True
+        elif code.startswith("lto_"):
+            if code != "lto_" + virtual.removeprefix("compute_"):
+                raise ArchSpecError(
+                    f"LTO code '{code}' does not match virtual arch '{virtual}' in '{spec}'"
+                )
+            lto = True
         elif _REAL.match(code):
             if int(_REAL.match(code).group(1)) < int(_VIRTUAL.match(virtual).group(1)):
                 raise ArchSpecError(
@@ -103,7 +125,12 @@ def _group(virtual: str, codes: list[str], spec: str) -> ArchGroup:
                 f"bad code '{code}' for '{virtual}' in '{spec}'; accepted forms: "
                 f"{ACCEPTED_FORMS}"
             )
-    return ArchGroup(virtual, tuple(reals), embed)
+    if lto and (reals or embed):
+        raise ArchSpecError(
+            f"'{virtual}' mixes LTO-IR with other codes in '{spec}': give LTO its own group "
+            f"(e.g. 'lto_{virtual.removeprefix('compute_')};sm_80')"
+        )
+    return ArchGroup(virtual, tuple(reals), embed, lto)
 
 
 def file_name(stem: str, role: str) -> str:
@@ -115,6 +142,7 @@ def file_name(stem: str, role: str) -> str:
         "cudafe1.cpp": "cudafe1.cpp",
         "fatbin.c": "fatbin.c",
         "obj": "o",
+        "reg.c": "reg.c",
     }
     if kind in fixed:
         return f"{stem}.{fixed[kind]}"
@@ -123,6 +151,8 @@ def file_name(stem: str, role: str) -> str:
         "ptx": "ptx",
         "stub": "cudafe1.stub.c",
         "cubin": "cubin",
+        "linked": "linked.cubin",
+        "ltoir": "ltoir",
         "ptxcheck": "ptxcheck",
     }
     if kind in per_arch and arch:
@@ -160,6 +190,12 @@ def source_steps(groups: Sequence[ArchGroup]) -> list[StepSpec]:
         # Preprocessing defines __CUDA_ARCH_LIST__: it alone depends on the whole spec.
         steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [], [f"cpp1.ii:{v}"], [],
                               all_flags))
+        if g.lto:
+            # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
+            steps.append(StepSpec(planlib.CICC, v, [f"cpp1.ii:{v}", "module_id"],
+                                  [f"ltoir:{v}", f"stub:{v}"], ["fatbin.c"], [g.gencode()]))
+            images.append(f"ltoir:{v}")
+            continue
         steps.append(StepSpec(planlib.CICC, v, [f"cpp1.ii:{v}", "module_id"],
                               [f"ptx:{v}", f"stub:{v}"], ["fatbin.c"],
                               [f"-gencode=arch={v},code={v}"]))
