@@ -37,5 +37,22 @@ CudaInfo = provider(
         "cubins": "depset[File]: the cubins of every source, per real arch.",
         "fatbins": "depset[File]: the embedded-fatbin sources (`.fatbin.c`).",
         "archs": "list[string]: the normalised arch spec this target compiled for.",
+        "rdc": "bool: whether the device code is relocatable (`rdc = True`).",
+    },
+)
+
+CudaRdcInfo = provider(
+    doc = "Relocatable device code (`rdc = True`) of a target and everything it depends " +
+          "on, for the device link. `cuda_library` returns it; the device-link aspect " +
+          "carries it across `cc_library` and other rules.",
+    fields = {
+        "cubins": "dict[string, depset[File]]: relocatable cubins by real arch (`sm_90`).",
+        "ltoir": "dict[string, depset[File]]: LTO-IR by virtual arch (`compute_90`).",
+        "objects": "depset[File]: the host objects (compile_mode=mono: nvlink reads " +
+                   "the device code from them, all archs at once).",
+        "module_ids": "depset[File]: the `.module_id` of every rdc source; the device " +
+                      "link registers each.",
+        "libraries": "depset[string]: `<label>|<code>,<code>...` for each rdc library, " +
+                     "for the message when one lacks an arch the binary needs.",
     },
 )

@@ -114,6 +114,7 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         )
     return struct(
         obj = files["obj"],
+        files = files,
         ptx = [files[r] for r in files if r.startswith("ptx:")],
         cubins = [files[r] for r in files if r.startswith("cubin:")],
         fatbin_c = files["fatbin.c"],
@@ -129,16 +130,18 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         fail("cuda_compile_mono needs src, groups, toolchain and cc_toolchain")
     out_dir = _source_dir(ctx, src)
     obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
+    module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     args = _base_args(ctx, "mono", "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
+    args.add("--file=module_id=%s" % module_id.path)
     args.add("--mono-dir", keep.path)
     _flag_args(args, [gencode(g) for g in groups] + nvcc_flags)
     ctx.actions.run(
         executable = ctx.executable._step,
         arguments = [args],
         inputs = depset([src], transitive = [toolchain.compiler_files, cc_toolchain.all_files, headers]),
-        outputs = [obj, keep],
+        outputs = [obj, module_id, keep],
         mnemonic = "CudaCompileMono",
         use_default_shell_env = True,
         progress_message = "Compiling %s for %s (nvcc, all archs)" % (
@@ -146,4 +149,4 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
             ",".join([g.virtual for g in groups]),
         ),
     )
-    return struct(obj = obj, ptx = [], cubins = [], fatbin_c = None)
+    return struct(obj = obj, files = {"module_id": module_id}, ptx = [], cubins = [], fatbin_c = None)

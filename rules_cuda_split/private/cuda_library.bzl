@@ -1,9 +1,10 @@
 """The `cuda_library` rule: `.cu` sources compiled per step and arch, giving `CcInfo`."""
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
-load("//rules_cuda_split:providers.bzl", "CudaInfo")
+load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
-load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
+load(":plan.bzl", "ACCEPTED_FORMS", "codes_of", "parse_arch_spec", "unsupported_archs")
+load(":rdc.bzl", "merge_rdc_infos")
 load(":settings.bzl", "CudaArchsSettingInfo", "CudaCompileModeInfo")
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
@@ -103,11 +104,23 @@ def _include_dirs(ctx):
         dirs.append(ctx.bin_dir.path + "/" + path)
     return dirs
 
+def _by_arch(outputs, prefix):
+    """{arch: [files]} of the compile outputs whose role starts with `prefix`."""
+    found = {}
+    for o in outputs:
+        for role, f in o.files.items():
+            if role.startswith(prefix):
+                arch = role[len(prefix):]
+                found[arch] = found.get(arch, []) + [f]
+    return found
+
 def _cuda_library_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
     cc_toolchain = find_cpp_toolchain(ctx)
     _check_copts(ctx.label, ctx.attr.copts)
     groups = resolve_archs(ctx, toolchain)
+    if not ctx.attr.rdc and [g for g in groups if g.lto]:
+        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
     feature_configuration = cc_common.configure_features(
         ctx = ctx,
         cc_toolchain = cc_toolchain,
@@ -127,6 +140,8 @@ def _cuda_library_impl(ctx):
     )
     compilation_context = merged.compilation_context
     nvcc_flags = _nvcc_flags(ctx, compilation_context, toolchain)
+    if ctx.attr.rdc:
+        nvcc_flags.append("-rdc=true")
     headers = depset(ctx.files.hdrs, transitive = [compilation_context.headers])
     compile = cuda_compile_split if ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split" else cuda_compile_mono
     outputs = [
@@ -156,6 +171,19 @@ def _cuda_library_impl(ctx):
         alwayslink = ctx.attr.alwayslink,
         disallow_dynamic_library = True,
     )
+    rdc_deps = [d[CudaRdcInfo] for d in ctx.attr.deps if CudaRdcInfo in d]
+    if ctx.attr.rdc:
+        split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
+        rdc = merge_rdc_infos(
+            rdc_deps,
+            cubins = _by_arch(outputs, "cubin:") if split else {},
+            ltoir = _by_arch(outputs, "ltoir:") if split else {},
+            objects = [] if split else objects,
+            module_ids = [o.files["module_id"] for o in outputs],
+            libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],
+        )
+    else:
+        rdc = merge_rdc_infos(rdc_deps)
     ptx = [f for o in outputs for f in o.ptx]
     cubins = [f for o in outputs for f in o.cubins]
     fatbins = [o.fatbin_c for o in outputs if o.fatbin_c]
@@ -178,8 +206,10 @@ def _cuda_library_impl(ctx):
             ptx = depset(ptx),
             cubins = depset(cubins),
             fatbins = depset(fatbins),
-            archs = [g.virtual + ":" + ",".join(g.reals + ([g.virtual] if g.embed_ptx else [])) for g in groups],
+            archs = ["%s:%s" % (g.virtual, ",".join(codes_of(g))) for g in groups],
+            rdc = ctx.attr.rdc,
         ),
+        rdc,
         OutputGroupInfo(
             cuda_ptx = depset(ptx),
             cuda_cubin = depset(cubins),
@@ -229,6 +259,13 @@ cuda_library = rule(
         "includes": attr.string_list(
             doc = "Include directories, relative to the package, added for this target " +
                   "and its dependents (`-I`).",
+        ),
+        "rdc": attr.bool(
+            default = False,
+            doc = "Relocatable device code (`-rdc=true`): kernels may call `__device__` " +
+                  "functions of other sources and libraries, and launch kernels (dynamic " +
+                  "parallelism). Binaries device-link it through `cuda_device_link` " +
+                  "(`cuda_binary`/`cuda_test` add one); `lto_XX` archs need it.",
         ),
         "alwayslink": attr.bool(
             default = False,

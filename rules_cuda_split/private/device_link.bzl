@@ -1,0 +1,229 @@
+"""Device link of relocatable device code: an aspect that collects it along `deps`, and
+`cuda_device_link`, which links it once per binary, one nvlink action per GPU arch."""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
+load(":cuda_library.bzl", "TOOLCHAIN_TYPE", "resolve_archs")
+load(":plan.bzl", "file_name")
+load(":rdc.bzl", "merge_rdc_infos")
+load(":settings.bzl", "CudaArchsSettingInfo")
+
+_CollectedRdcInfo = provider(
+    doc = "The aspect's result: the relocatable device code of a target and its deps.",
+    fields = {"rdc": "CudaRdcInfo"},
+)
+
+def _rdc_aspect_impl(target, ctx):
+    infos = [target[CudaRdcInfo]] if CudaRdcInfo in target else []
+    for dep in getattr(ctx.rule.attr, "deps", []):
+        if _CollectedRdcInfo in dep:
+            infos.append(dep[_CollectedRdcInfo].rdc)
+    return [_CollectedRdcInfo(rdc = merge_rdc_infos(infos))]
+
+cuda_rdc_aspect = aspect(
+    implementation = _rdc_aspect_impl,
+    attr_aspects = ["deps"],
+    doc = "Collects the relocatable device code (CudaRdcInfo) of a target's `deps`, " +
+          "through `cc_library` and any other rule with `deps`.",
+)
+
+def _link_archs(groups):
+    """(real arch to link, virtual arch, lto) for each arch of the binary's spec."""
+    links = []
+    for g in groups:
+        if g.lto:
+            links.append(("sm_" + g.virtual[len("compute_"):], g.virtual, True))
+        for r in g.reals:
+            links.append((r, g.virtual, False))
+    return links
+
+def _missing_archs(rdc, links):
+    """`<library> lacks <codes>` lines for libraries without code for a link arch."""
+    lines = []
+    for entry in rdc.libraries.to_list():
+        label, _, codes = entry.partition("|")
+        have = codes.split(",")
+        missing = []
+        for real, virtual, lto in links:
+            if real in have or (lto and "lto_" + virtual[len("compute_"):] in have):
+                continue
+            missing.append(("lto_" + real[len("sm_"):] + " or " + real) if lto else real)
+        if missing:
+            lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
+    return lines
+
+def _run(ctx, toolchain, cc_toolchain, kind, arch, args, inputs, outputs, mnemonic, progress):
+    """Runs the step runner for a device-link `kind`; `inputs` is a depset."""
+    args.use_param_file("@%s", use_always = True)
+    args.set_param_file_format("multiline")
+    ctx.actions.run(
+        executable = ctx.executable._step,
+        arguments = [args],
+        inputs = depset(transitive = [inputs, toolchain.link_files, cc_toolchain.all_files]),
+        outputs = outputs,
+        mnemonic = mnemonic,
+        progress_message = progress,
+        use_default_shell_env = True,
+    )
+
+def _base_args(ctx, kind, arch, toolchain, cc_toolchain):
+    args = ctx.actions.args()
+    args.add("--kind", kind)
+    if arch:
+        args.add("--arch", arch)
+    args.add("--nvcc", toolchain.nvcc)
+    args.add("--host-compiler", cc_toolchain.compiler_executable)
+    return args
+
+def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
+    """Emits the device link of `rdc`: nvlink per arch, fatbinary -link, link.stub.
+
+    Args:
+      ctx: the rule context.
+      rdc: CudaRdcInfo, everything to link.
+      groups: the binary's parsed arch spec.
+      toolchain: CudaToolchainInfo.
+      cc_toolchain: the C++ toolchain (nvcc's host compiler).
+
+    Returns:
+      struct(obj, cubins): the object to link into the binary, the linked cubins.
+    """
+    if rdc == None or not groups or toolchain == None or cc_toolchain == None:
+        fail("emit_device_link needs rdc, groups, toolchain and cc_toolchain")
+    links = _link_archs(groups)
+    if not links:
+        fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
+            ctx.label,
+            ", ".join([g.virtual for g in groups]),
+        ))
+    missing = _missing_archs(rdc, links)
+    if missing:
+        fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
+            ctx.label,
+            ", ".join([l[0] for l in links]),
+            "\n".join(missing),
+        ))
+    base = "_cuda/%s/dlink" % ctx.label.name
+    label = str(ctx.label)
+    linked = {}
+    any_lto = False
+    for real, virtual, lto in links:
+        any_lto = any_lto or lto
+        out = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "linked:" + real)))
+        linked[real] = out
+        inputs = [rdc.cubins.get(real, depset()), rdc.objects]
+        if lto:
+            inputs.append(rdc.ltoir.get(virtual, depset()))
+        link_inputs = depset(transitive = inputs)
+        args = _base_args(ctx, "nvlink", real, toolchain, cc_toolchain)
+        args.add_all(link_inputs, before_each = "--link-input")
+        args.add("--file=linked:%s=%s" % (real, out.path))
+
+        # Only this arch: the action's key is the same whatever else the binary targets.
+        args.add("--nvcc-flag=-gencode=arch=%s,code=%s" % (virtual, real))
+        if lto:
+            args.add("--nvcc-flag=-dlto")
+        _run(ctx, toolchain, cc_toolchain, "nvlink", real, args, link_inputs, [out], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
+
+    reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
+    args = _base_args(ctx, "register", "", toolchain, cc_toolchain)
+    args.add_all(rdc.module_ids, before_each = "--module-id-file")
+    args.add("--file=reg.c=%s" % reg.path)
+    _run(ctx, toolchain, cc_toolchain, "register", "", args, rdc.module_ids, [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
+
+    link_flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if any_lto else [])
+    fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
+    args = _base_args(ctx, "link_fatbinary", "", toolchain, cc_toolchain)
+    for real, out in linked.items():
+        args.add("--file=linked:%s=%s" % (real, out.path))
+    args.add("--file=fatbin.c=%s" % fatbin_c.path)
+    args.add_all(link_flags, format_each = "--nvcc-flag=%s")
+    _run(ctx, toolchain, cc_toolchain, "link_fatbinary", "", args, depset(linked.values()), [fatbin_c], "CudaLinkFatbinary", "Packing the device-linked fatbinary of %s" % label)
+
+    obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
+    args = _base_args(ctx, "link_host_compile", "", toolchain, cc_toolchain)
+    args.add("--file=fatbin.c=%s" % fatbin_c.path)
+    args.add("--file=reg.c=%s" % reg.path)
+    args.add("--file=obj=%s" % obj.path)
+    args.add_all(link_flags, format_each = "--nvcc-flag=%s")
+    _run(ctx, toolchain, cc_toolchain, "link_host_compile", "", args, depset([fatbin_c, reg]), [obj], "CudaLinkStub", "Compiling the device-link stub of %s" % label)
+    return struct(obj = obj, cubins = linked.values())
+
+def _cuda_device_link_impl(ctx):
+    toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
+    cc_toolchain = find_cpp_toolchain(ctx)
+    rdc = merge_rdc_infos([d[_CollectedRdcInfo].rdc for d in ctx.attr.deps])
+    deps_cc = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d])
+    if not rdc.module_ids.to_list():
+        # Nothing relocatable below: no device link, no actions.
+        return [DefaultInfo(), deps_cc]
+    groups = resolve_archs(ctx, toolchain)
+    linked = emit_device_link(ctx, rdc = rdc, groups = groups, toolchain = toolchain, cc_toolchain = cc_toolchain)
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
+        actions = ctx.actions,
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+        compilation_outputs = cc_common.create_compilation_outputs(
+            objects = depset([linked.obj]),
+            pic_objects = depset([linked.obj]),
+        ),
+        # The registration functions the rdc objects call are defined here: keep it
+        # whatever the link order.
+        alwayslink = True,
+        name = ctx.label.name,
+        disallow_dynamic_library = True,
+    )
+    return [
+        DefaultInfo(files = depset([linked.obj])),
+        cc_common.merge_cc_infos(
+            direct_cc_infos = [CcInfo(linking_context = linking_context)],
+            cc_infos = [deps_cc],
+        ),
+        OutputGroupInfo(cuda_cubin = depset(linked.cubins)),
+    ]
+
+cuda_device_link = rule(
+    implementation = _cuda_device_link_impl,
+    doc = "Device-links the relocatable device code (`cuda_library(rdc = True)`) " +
+          "found along `deps`: one nvlink action per GPU arch (each reading only that " +
+          "arch's cubins), one `fatbinary -link`, and the SDK's `crt/link.stub` compiled " +
+          "into an object. Put it in the `deps` of the `cc_binary`/`cc_test` that links " +
+          "those libraries (`cuda_binary`/`cuda_test` add one themselves); it also " +
+          "forwards its deps' `CcInfo`.",
+    attrs = {
+        "deps": attr.label_list(
+            aspects = [cuda_rdc_aspect],
+            doc = "Targets whose relocatable device code to link (through `cc_library` too).",
+        ),
+        "archs": attr.string(
+            doc = "Archs to link for, overriding --@rules_cuda_split//cuda:archs; every " +
+                  "relocatable library must have code for each.",
+        ),
+        "_archs": attr.label(
+            default = Label("//cuda:archs"),
+            providers = [CudaArchsSettingInfo],
+            doc = "The default arch spec.",
+        ),
+        "_step": attr.label(
+            default = Label("//tools:step"),
+            executable = True,
+            cfg = "exec",
+            doc = "The step runner.",
+        ),
+        "_cc_toolchain": attr.label(
+            default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
+            doc = "The C++ toolchain.",
+        ),
+    },
+    fragments = ["cpp"],
+    toolchains = [
+        TOOLCHAIN_TYPE,
+        "@bazel_tools//tools/cpp:toolchain_type",
+    ],
+)

@@ -1,0 +1,34 @@
+"""Merging relocatable device code (CudaRdcInfo) of targets and their dependencies."""
+
+load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
+
+def merge_rdc_infos(infos, cubins = {}, ltoir = {}, objects = [], module_ids = [], libraries = []):
+    """One CudaRdcInfo from several, plus a target's own files.
+
+    Args:
+      infos: list[CudaRdcInfo].
+      cubins: dict[string, list[File]], own relocatable cubins by real arch.
+      ltoir: dict[string, list[File]], own LTO-IR by virtual arch.
+      objects: list[File], own host objects whose device code nvlink reads (mono).
+      module_ids: list[File], own module id files.
+      libraries: list[string], own `<label>|<codes>` entries.
+
+    Returns:
+      CudaRdcInfo.
+    """
+    by_arch = {}
+    for kind, own in [("cubins", cubins), ("ltoir", ltoir)]:
+        merged = {}
+        for arch in own:
+            merged[arch] = [depset(own[arch])]
+        for info in infos:
+            for arch, files in getattr(info, kind).items():
+                merged[arch] = merged.get(arch, []) + [files]
+        by_arch[kind] = {arch: depset(transitive = sets) for arch, sets in merged.items()}
+    return CudaRdcInfo(
+        cubins = by_arch["cubins"],
+        ltoir = by_arch["ltoir"],
+        objects = depset(objects, transitive = [i.objects for i in infos]),
+        module_ids = depset(module_ids, transitive = [i.module_ids for i in infos]),
+        libraries = depset(libraries, transitive = [i.libraries for i in infos]),
+    )

@@ -1,0 +1,1 @@
+__device__ float helper(float x){ return 2*x; }
