@@ -22,7 +22,7 @@ def test_analysis_tests_pass() -> None:
     proc = bazel("test", "//tests/analysis/...")
     out = proc.stdout + proc.stderr
     passed = re.findall(r"^//tests/analysis:(\S+)\s+(?:\(cached\) )?PASSED", out, re.M)
-    assert len(passed) == 9 and "FAILED" not in out, out[-3000:]
+    assert len(passed) == 14 and "FAILED" not in out, out[-3000:]
 
 
 def _split_actions(archs: str, target: str) -> dict[tuple[str, str], list[str]]:
@@ -52,6 +52,24 @@ def test_per_arch_commands_do_not_depend_on_other_archs() -> None:
     pre = ("CudaDevicePreprocess", "compute_90")
     assert alone[pre] != with_80[pre]
     assert any("compute_80" in a for a in with_80[pre])
+
+
+def test_nvlink_commands_do_not_depend_on_other_archs() -> None:
+    def nvlinks(archs: str) -> dict[str, list[str]]:
+        proc = bazel(
+            "aquery", ARCHS + archs, 'mnemonic("CudaNvlink", //tests/analysis:rdc_link)',
+            "--output=jsonproto",
+        )
+        found = {}
+        for action in json.loads(proc.stdout)["actions"]:
+            argv = action["arguments"]
+            found[argv[argv.index("--arch") + 1]] = argv
+        return found
+
+    alone = nvlinks("sm_90")
+    with_others = nvlinks("sm_75,sm_80,sm_90")
+    assert sorted(with_others) == ["sm_75", "sm_80", "sm_90"]
+    assert alone["sm_90"] == with_others["sm_90"]
 
 
 def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:

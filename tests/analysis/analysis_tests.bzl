@@ -113,3 +113,34 @@ bad_flag_archs_test = analysistest.make(
     attrs = {"message": attr.string()},
     config_settings = {_ARCHS: "sm_90,sm_4x"},
 )
+
+def _nvlink_per_arch_impl(ctx):
+    env = analysistest.begin(ctx)
+    counts = _actions_by_mnemonic(env)
+    asserts.equals(env, 3, counts.get("CudaNvlink", 0), "one nvlink action per real arch")
+    asserts.equals(env, 1, counts.get("CudaLinkFatbinary", 0), "one fatbinary -link")
+    asserts.equals(env, 1, counts.get("CudaLinkStub", 0), "one link.stub compile")
+    asserts.equals(env, 1, counts.get("CudaRegister", 0), "one registration file")
+    for action in analysistest.target_actions(env):
+        if action.mnemonic != "CudaNvlink":
+            continue
+        arch = _flag_after(action.argv, "--arch")
+        asserts.equals(env, [arch], [t for t in _arch_tokens(" ".join(action.argv)) if t.startswith("sm_")], "nvlink for " + arch + " names only its arch")
+        cubins = [f.basename for f in action.inputs.to_list() if f.basename.endswith(".cubin")]
+        asserts.equals(env, 2, len(cubins), "nvlink for %s reads one cubin per rdc source: %s" % (arch, cubins))
+        for name in cubins:
+            asserts.true(env, name.endswith("." + arch + ".cubin"), "%s is an %s cubin" % (name, arch))
+    return analysistest.end(env)
+
+nvlink_per_arch_test = analysistest.make(
+    _nvlink_per_arch_impl,
+    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+)
+
+def _no_rdc_no_link_impl(ctx):
+    env = analysistest.begin(ctx)
+    counts = _actions_by_mnemonic(env)
+    asserts.equals(env, 0, counts.get("CudaNvlink", 0), "no rdc below: no device link")
+    return analysistest.end(env)
+
+no_rdc_no_link_test = analysistest.make(_no_rdc_no_link_impl)
