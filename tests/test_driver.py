@@ -1,0 +1,442 @@
+"""nvcc-split (tools/cuda_split/driver.py): what it reads of nvcc's command line, its
+cache, and its outputs against plain nvcc's.
+
+The reference is nvcc itself with `--keep --keep-dir K`: its kept files have stable names
+(plain nvcc's `/tmp/tmpxft_<pid>_...` name of the .cudafe1.cpp ends up in the host
+object's file symbol, so two plain nvcc runs differ), and the driver's objects must equal
+it byte for byte. Against plain nvcc, the device code (cuobjdump -elf / -ptx) is compared.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from cuda_split import cache as cachelib
+from cuda_split import driver
+from cuda_split import plan as planlib
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+HOST = ["-ccbin", "/usr/bin/gcc"]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading nvcc's command line (no SDK needed)
+
+
+def test_read_options_values_and_inputs():
+    opts = driver.read_options(
+        ["-I", "inc", "-Iother", "-DX=1", "-D", "Y", "-o", "out.o", "-c", "x.cu",
+         "-Xcompiler", "-fPIC,-Wall", "-Xcompiler=-O2", "-O3", "-lineinfo", "-lcuda",
+         "--output-file=o2.o", "-std", "c++17", "-x", "cu", "-fno-strict-aliasing",
+         "-MT", "t.o", "--dependency-output", "t.d"]
+    )  # fmt: skip
+    pairs = [(o.name, o.value) for o in opts]
+    assert pairs == [
+        ("I", "inc"), ("I", "other"), ("D", "X=1"), ("D", "Y"), ("o", "out.o"), ("c", None),
+        ("", "x.cu"), ("Xcompiler", "-fPIC,-Wall"), ("Xcompiler", "-O2"), ("O", "3"),
+        ("lineinfo", None), ("l", "cuda"), ("o", "o2.o"), ("std", "c++17"), ("x", "cu"),
+        ("fno-strict-aliasing", None), ("MT", "t.o"), ("MF", "t.d"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["-arch=sm_90"], [("compute_90", ["sm_90", "compute_90"])]),
+        (["-arch", "sm_90"], [("compute_90", ["sm_90", "compute_90"])]),
+        (["--gpu-architecture=compute_80"], [("compute_80", ["compute_80"])]),
+        (["-arch=compute_80", "-code=sm_80,sm_86"], [("compute_80", ["sm_80", "sm_86"])]),
+        (["-arch", "sm_90a", "-code", "sm_90a"], [("compute_90a", ["sm_90a"])]),
+        (
+            ["-gencode", "arch=compute_80,code=sm_80",
+             "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+             "--generate-code=arch=compute_100,code=\"sm_100,compute_100\"",
+             "-gencode", "arch=compute_75,code=\\\"sm_75\\\""],
+            [("compute_80", ["sm_80"]), ("compute_90", ["sm_90", "compute_90"]),
+             ("compute_100", ["sm_100", "compute_100"]), ("compute_75", ["sm_75"])],
+        ),  # fmt: skip
+        ([], []),
+    ],
+)
+def test_parse_arch_flags(args, expected):
+    assert driver.parse_arch_flags(driver.read_options(args)) == expected
+
+
+@pytest.mark.parametrize(
+    "args", [["-arch=native"], ["-arch=all-major"], ["-gencode", "arch=sm_90"], ["-code=sm_90"]]
+)
+def test_parse_arch_flags_unreadable(args):
+    with pytest.raises(driver.ArchParseError):
+        driver.parse_arch_flags(driver.read_options(args))
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["-c", "x.cu", "-o", "x.o", "-arch=sm_90", "-MD", "-MT", "t", "-MF", "x.d"], ""),
+        (["-dc", "x.cu"], ""),
+        (["-x", "cu", "-c", "x.cpp"], ""),
+        (["-ptx", "x.cu"], "-ptx is not split"),
+        (["-cubin", "-c", "x.cu"], "-cubin is not split"),
+        (["-c", "x.cu", "--keep"], "--keep is not split"),
+        (["-c", "x.cu", "y.cu"], "2 input files"),
+        (["-c", "x.cpp"], "not a .cu file"),
+        (["-x", "c++", "-c", "x.cu"], "-x c++ is not CUDA"),
+        (["x.o", "y.o", "-o", "app"], "no -c/-dc/-dw"),
+        (["-dlink", "x.o", "-o", "dl.o"], "-dlink is not split"),
+        (["-c", "x.cu", "-o"], "lacks its value"),
+        (["-M", "x.cu"], "-M (dependencies only)"),
+    ],
+)
+def test_analyze_decides(args, reason):
+    inv = driver.analyze(args)
+    if reason:
+        assert any(reason in r for r in inv.reasons), inv.reasons
+    else:
+        assert inv.reasons == []
+
+
+def test_analyze_dependency_flags():
+    inv = driver.analyze(["-c", "x.cu", "-MMD", "-MP", "-MT", "a", "-MT", "b"])
+    assert (inv.dep_md, inv.dep_system, inv.dep_phony, inv.dep_target) == (True, False, True, "b")
+    assert driver.analyze(["-dc", "x.cu"]).rdc
+    assert driver.analyze(["-c", "x.cu", "-rdc", "true"]).rdc
+    assert not driver.analyze(["-c", "x.cu", "-rdc=false"]).rdc
+
+
+@pytest.mark.parametrize(
+    "argv, driver_args, compiler, nvcc_args",
+    [
+        (["-j", "3", "--", "-c", "x.cu"], ["-j", "3"], None, ["-c", "x.cu"]),
+        (["--cache-dir", "/c", "/opt/nvcc", "-c", "x.cu"], ["--cache-dir", "/c"], "/opt/nvcc",
+         ["-c", "x.cu"]),
+        (["nvcc", "-c", "x.cu"], [], "nvcc", ["-c", "x.cu"]),
+        (["--explain", "--", "--", "-c"], ["--explain"], None, ["--", "-c"]),
+    ],
+)  # fmt: skip
+def test_split_command_line(argv, driver_args, compiler, nvcc_args):
+    assert driver.split_command_line(argv) == (driver_args, compiler, nvcc_args)
+
+
+def test_plan_dep_file_pseudo_step():
+    text = (
+        "#$ _HERE_=/sdk/bin\n"
+        '#$ "/usr/bin"/gcc -D__CUDA_ARCH_LIST__=900 -E -x c++ x.cu '
+        '-o "__cuda_split_keep__/x.cpp4.ii"\n'
+        "#$ -- Filter Dependencies -- > out/x.d\n"
+    )
+    assert planlib.parse_plan(text).dep_file == "out/x.d"
+    assert planlib.parse_plan(text.replace(" > out/x.d", "")).dep_file == "-"
+    without = text.replace("#$ -- Filter Dependencies -- > out/x.d\n", "")
+    assert planlib.parse_plan(without).dep_file is None
+
+
+def test_dependency_text(tmp_path):
+    dev = tmp_path / "x.compute_90.cpp1.ii"
+    host = tmp_path / "x.cpp4.ii"
+    dev.write_text(
+        '# 0 "x.cu"\n# 1 "/work//"\n# 0 "<built-in>"\n# 0 "<command-line>"\n'
+        '# 1 "/usr/include/stdc-predef.h" 1 3 4\n# 0 "<command-line>" 2\n# 1 "x.cu"\n'
+        '# 1 "dev.h" 1\nint a;\n# 2 "x.cu" 2\n# 1 "sp\\"q.h" 1\n'
+    )
+    host.write_text('# 0 "x.cu"\n# 1 "host.h" 1\n# 1 "/usr/include/stdio.h" 1 3 4\n# 1 "dev.h"\n')
+    ii = [str(dev), str(host)]
+    assert driver.dependency_text("x.o", ii) == (
+        "x.o : x.cu \\\n    /usr/include/stdc-predef.h \\\n    dev.h \\\n    sp\"q.h \\\n"
+        "    host.h \\\n    /usr/include/stdio.h\n"
+    )
+    assert driver.dependency_text("t", ii, system=False, phony=True) == (
+        "t : x.cu \\\n    dev.h \\\n    sp\"q.h \\\n    host.h\n\ndev.h:\n\nsp\"q.h:\n\nhost.h:\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The cache (no SDK needed)
+
+
+def test_cache_entry_roundtrip_and_corruption(tmp_path):
+    c = cachelib.Cache(str(tmp_path / "c"))
+    key = cachelib.key_of({"kind": "ptxas", "inputs": {"ptx": "abc"}})
+    assert c.lookup(key) == (None, "absent")
+    c.store(key, {"cubin:sm_90": b"\x7fELF...", "@stdout": b"", "@stderr": b"warn\n"}, {"k": 1})
+    entry, why = c.lookup(key)
+    assert why == "hit" and entry is not None
+    assert entry.files == {"cubin:sm_90": b"\x7fELF...", "@stdout": b"", "@stderr": b"warn\n"}
+    assert entry.meta == {"k": 1}
+    path = pathlib.Path(c.entry_path(key))
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    entry, why = c.lookup(key)
+    assert entry is None and why.startswith("corrupt")
+    assert not path.exists()  # removed, so the rebuild's store starts clean
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"CUDASPLIT1\ntruncated")
+    assert c.lookup(key)[1].startswith("corrupt")
+
+
+def test_cache_evicts_least_recently_used(tmp_path):
+    c = cachelib.Cache(str(tmp_path / "c"), max_size=10_000)
+    keys = [cachelib.key_of({"n": i}) for i in range(6)]
+    total = 0
+    for i, key in enumerate(keys):
+        total += c.store(key, {"f": bytes(3000)}, {})
+        os.utime(c.entry_path(key), (1000 + i, 1000 + i))
+    c.lookup(keys[0])  # used now: the newest
+    evicted = c.added(total)
+    assert c.size() <= 10_000 * cachelib.EVICT_TO
+    gone = {os.path.basename(p) for p in evicted}
+    assert keys[0] not in gone and keys[1] in gone and keys[5] not in gone
+    assert int((tmp_path / "c" / "size").read_text()) == c.size()
+
+
+def test_parse_size():
+    assert cachelib.parse_size("5G") == 5 * 10**9
+    assert cachelib.parse_size("1.5GiB") == int(1.5 * 2**30)
+    assert cachelib.parse_size("123") == 123
+    with pytest.raises(ValueError):
+        cachelib.parse_size("lots")
+
+
+def test_explain_difference():
+    old = {"kind": "ptxas", "argv": ["ptxas", "-O3"], "inputs": {"ptx:compute_90": "a" * 64}}
+    new = {"kind": "ptxas", "argv": ["ptxas", "-O2"], "inputs": {"ptx:compute_90": "b" * 64}}
+    text = cachelib.explain_difference(old, new)
+    assert "command line (added -O2; removed -O3)" in text
+    assert f"input ptx:compute_90 ({'a' * 12} -> {'b' * 12})" in text
+    assert cachelib.explain_difference(None, new).startswith("no earlier build")
+    assert "evicted" in cachelib.explain_difference(new, dict(new))
+
+
+# ---------------------------------------------------------------------------------------
+# Against nvcc (SDK)
+
+
+def _nvcc(sdk: pathlib.Path) -> str:
+    return str(sdk / "bin" / "nvcc")
+
+
+def run_driver(
+    sdk: pathlib.Path, args: list[str], cache: pathlib.Path | None, *extra: str,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m cuda_split.driver [extra] --nvcc SDK/nvcc -- args`, from the repo root."""
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk), *extra]
+    argv += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    proc = subprocess.run([*argv, "--", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{shlex.join(argv)} -- {shlex.join(args)}:\n{proc.stderr}")
+    return proc
+
+
+def run_nvcc(sdk: pathlib.Path, args: list[str], check: bool = True):
+    proc = subprocess.run([_nvcc(sdk), *args], cwd=REPO, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"nvcc {shlex.join(args)}:\n{proc.stderr}")
+    return proc
+
+
+def read_table(path: pathlib.Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def device_code(cuobjdump: pathlib.Path, obj: pathlib.Path) -> tuple[str, str]:
+    """The object's cubins (as cuobjdump -elf prints them) and PTX."""
+    out = []
+    for flag in ("-elf", "-ptx"):
+        proc = subprocess.run([str(cuobjdump), flag, obj.name], cwd=obj.parent,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        out.append(proc.stdout)
+    return out[0], out[1]
+
+
+CASES = {
+    "saxpy-sm90": ("examples/saxpy/saxpy.cu", ["-arch=sm_90"]),
+    "reduce-two-gencodes": (
+        "examples/multi/reduce.cu",
+        ["-gencode", "arch=compute_80,code=sm_80",
+         "-gencode=arch=compute_90,code=[sm_90,compute_90]"],
+    ),  # fmt: skip
+    "add-rdc": ("examples/multi/add.cu", ["-arch", "sm_90", "-rdc=true"]),
+    "scale-O3-lineinfo": ("examples/multi/scale.cu", ["-arch=sm_90", "-O3", "-lineinfo"]),
+    "main-cmake-style": (
+        "examples/multi/main.cu",
+        ["-forward-unknown-to-host-compiler", "-DNDEBUG", "-O3", "-std=c++17",
+         "--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-Xcompiler=-fPIC",
+         "-fno-strict-aliasing", "-x", "cu", "-MMD", "-MP", "-MT", "custom-target"],
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_outputs_equal_nvcc(sdk, tmp_path, case):
+    src, flags = CASES[case]
+    common = [*HOST, "-I.", *flags, "-c", src]
+    ours, theirs = tmp_path / "ours.o", tmp_path / "theirs.o"
+    if "-MT" not in flags:
+        common += ["-MD"]
+    run_driver(sdk, [*common, "-o", str(ours), "-MF", str(tmp_path / "ours.d")], None)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    run_nvcc(sdk, [*common, "-o", str(theirs), "-MF", str(tmp_path / "theirs.d"),
+                   "--keep", "--keep-dir", str(keep)])  # fmt: skip
+    assert ours.read_bytes() == theirs.read_bytes()
+    dep_ours = (tmp_path / "ours.d").read_text().replace(str(ours), "OBJ")
+    dep_theirs = (tmp_path / "theirs.d").read_text().replace(str(theirs), "OBJ")
+    assert dep_ours == dep_theirs
+
+
+def test_device_code_equals_plain_nvcc(sdk, cuobjdump, tmp_path):
+    """Plain nvcc (no --keep), which puts a tmpxft name in the host object: the device
+    code is still the same."""
+    src, flags = CASES["reduce-two-gencodes"]
+    common = [*HOST, "-I.", *flags, "-c", src]
+    run_driver(sdk, [*common, "-o", str(tmp_path / "ours.o")], None)
+    run_nvcc(sdk, [*common, "-o", str(tmp_path / "plain.o")])
+    assert device_code(cuobjdump, tmp_path / "ours.o") == device_code(
+        cuobjdump, tmp_path / "plain.o"
+    )
+
+
+def test_cache_hits_on_second_run(sdk, tmp_path):
+    src, flags = CASES["reduce-two-gencodes"]
+    cache = tmp_path / "cache"
+    args = [*HOST, "-I.", *flags, "-c", src, "-o", str(tmp_path / "x.o")]
+    run_driver(sdk, args, cache, "--table", str(tmp_path / "first.csv"), "--graph",
+               str(tmp_path / "g.dot"))  # fmt: skip
+    first = (tmp_path / "x.o").read_bytes()
+    proc = run_driver(sdk, args, cache, "--table", str(tmp_path / "second.csv"), "--explain")
+    assert (tmp_path / "x.o").read_bytes() == first
+    rows1, rows2 = read_table(tmp_path / "first.csv"), read_table(tmp_path / "second.csv")
+    cached = [r for r in rows2 if r["kind"] in driver.CACHED_KINDS]
+    assert {r["kind"] for r in cached} == set(driver.CACHED_KINDS)
+    assert {r["cache"] for r in cached} == {"hit"}
+    assert {r["cache"] for r in rows1 if r["kind"] in driver.CACHED_KINDS} == {"miss"}
+    assert [(r["kind"], r["arch"]) for r in rows1] == [(r["kind"], r["arch"]) for r in rows2]
+    assert sorted(r["arch"] for r in rows2 if r["kind"] == "ptxas") == ["sm_80", "sm_90"]
+    assert "explain reduce.cu ptxas[sm_90]: hit" in proc.stderr
+    dot = (tmp_path / "g.dot").read_text()
+    assert dot.startswith("digraph") and "cicc[compute_80]" in dot and "->" in dot
+
+    # A ptxas flag: the front end still hits, the assembler misses and says why.
+    proc = run_driver(sdk, [*args, "-Xptxas", "-O2"], cache, "--explain")
+    assert "explain reduce.cu cicc[compute_90]: hit" in proc.stderr
+    assert "explain reduce.cu ptxas[sm_90]: miss: changed: command line (added -O2)" in proc.stderr
+
+
+def _all_entries(cache: pathlib.Path) -> list[pathlib.Path]:
+    return [p for p in (cache / "entries").glob("*/*")]
+
+
+def test_concurrent_processes_share_one_cache(sdk, tmp_path):
+    src, flags = CASES["saxpy-sm90"]
+    cache = tmp_path / "cache"
+    ref = tmp_path / "ref.o"
+    run_driver(sdk, [*HOST, "-I.", *flags, "-c", src, "-o", str(ref)], None)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    procs = []
+    for i in range(4):
+        argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk), "-j", "2",
+                "--cache-dir", str(cache), "--cache-max-size", "400K", "--table",
+                str(tmp_path / f"t{i}.csv"), "--", *HOST, "-I.", *flags, "-c", src, "-o",
+                str(tmp_path / f"out{i}.o")]  # fmt: skip
+        procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stderr=subprocess.PIPE))
+    for p in procs:
+        _, err = p.communicate()
+        assert p.returncode == 0, err.decode()
+    for i in range(4):
+        assert (tmp_path / f"out{i}.o").read_bytes() == ref.read_bytes(), i
+    entries = _all_entries(cache)
+    assert entries, "nothing was cached"
+    for path in entries:
+        assert not path.name.startswith(".tmp-"), path
+        cachelib.decode_entry(path.name, path.read_bytes())  # raises on a torn entry
+    # A fifth run reads what the four wrote (or rebuilds what eviction took) correctly.
+    run_driver(sdk, [*HOST, "-I.", *flags, "-c", src, "-o", str(tmp_path / "again.o")], cache)
+    assert (tmp_path / "again.o").read_bytes() == ref.read_bytes()
+
+
+def test_corrupted_entry_is_rebuilt(sdk, tmp_path):
+    src, flags = CASES["saxpy-sm90"]
+    cache = tmp_path / "cache"
+    args = [*HOST, "-I.", *flags, "-c", src, "-o", str(tmp_path / "x.o")]
+    run_driver(sdk, args, cache)
+    good = (tmp_path / "x.o").read_bytes()
+    entries = _all_entries(cache)
+    for path in entries:  # flip a byte in the middle of every entry
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0x55
+        path.write_bytes(bytes(data))
+    proc = run_driver(sdk, args, cache, "--explain", "--table", str(tmp_path / "t.csv"))
+    assert (tmp_path / "x.o").read_bytes() == good
+    assert proc.stderr.count("the entry was corrupt") == len(driver.CACHED_KINDS)
+    rows = read_table(tmp_path / "t.csv")
+    assert {r["cache"] for r in rows if r["kind"] in driver.CACHED_KINDS} == {"miss"}
+    for path in _all_entries(cache):  # rewritten whole
+        cachelib.decode_entry(path.name, path.read_bytes())
+    run_driver(sdk, args, cache, "--table", str(tmp_path / "t2.csv"))
+    rows = read_table(tmp_path / "t2.csv")
+    assert {r["cache"] for r in rows if r["kind"] in driver.CACHED_KINDS} == {"hit"}
+
+
+def test_passthrough_ptx_lib_link_and_unknown_flags(sdk, tmp_path):
+    src = "examples/saxpy/saxpy.cu"
+    # -ptx: nvcc's own output.
+    proc = run_driver(sdk, [*HOST, "-I.", "-arch=sm_90", "-ptx", src, "-o",
+                            str(tmp_path / "ours.ptx")], None, "--verbose")  # fmt: skip
+    assert "passing to nvcc unchanged: -ptx is not split" in proc.stderr
+    run_nvcc(sdk, [*HOST, "-I.", "-arch=sm_90", "-ptx", src, "-o", str(tmp_path / "theirs.ptx")])
+    assert (tmp_path / "ours.ptx").read_text() == (tmp_path / "theirs.ptx").read_text()
+    # A split compile, then -lib of its object and a link: whatever nvcc does, the same.
+    obj = tmp_path / "saxpy.o"
+    run_driver(sdk, [*HOST, "-I.", "-arch=sm_90", "-c", src, "-o", str(obj)], None)
+    run_driver(sdk, [*HOST, "-lib", str(obj), "-o", str(tmp_path / "libs.a")], None)
+    assert (tmp_path / "libs.a").read_bytes().startswith(b"!<arch>\n")
+    link = [*HOST, "-arch=sm_90", str(obj), "examples/saxpy/main.cc", "-I.", "-o",
+            str(tmp_path / "app")]  # fmt: skip
+    ours = run_driver(sdk, link, None, "--verbose", check=False)
+    theirs = run_nvcc(sdk, link, check=False)
+    assert "passing to nvcc unchanged" in ours.stderr
+    assert ours.returncode == theirs.returncode
+    # A flag nvcc rejects: nvcc's error and exit status, not the driver's.
+    bad = [*HOST, "-c", src, "-I.", "--no-such-nvcc-flag", "-o", str(tmp_path / "b.o")]
+    ours = run_driver(sdk, bad, None, "--verbose", check=False)
+    theirs = run_nvcc(sdk, bad, check=False)
+    assert ours.returncode == theirs.returncode != 0
+    assert theirs.stderr.strip() in ours.stderr
+    assert "passing to nvcc unchanged: nvcc --dryrun failed" in ours.stderr
+
+
+def test_compile_error_reported_once_with_nvcc_status(sdk, tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text('#include "no_such_header.h"\n__global__ void k() {}\n')
+    args = [*HOST, "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+            "arch=compute_90,code=sm_90", "-c", str(bad), "-o", str(tmp_path / "bad.o")]
+    ours = run_driver(sdk, args, tmp_path / "cache", check=False)
+    theirs = run_nvcc(sdk, args, check=False)
+    assert ours.returncode == theirs.returncode != 0
+    assert ours.stderr.count("no_such_header.h: No such file") == 1
+
+
+def test_launcher_form(sdk, tmp_path):
+    """`nvcc-split NVCC args` (CMAKE_CUDA_COMPILER_LAUNCHER) as the console script."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    out = tmp_path / "x.o"
+    code = "import sys; from cuda_split.driver import main; sys.exit(main())"
+    subprocess.run(
+        [sys.executable, "-c", code, "--no-cache", "-j", "1", _nvcc(sdk), *HOST, "-I.",
+         "-arch=sm_90", "-c", "examples/saxpy/saxpy.cu", "-o", str(out)],
+        cwd=REPO, env=env, check=True,
+    )  # fmt: skip
+    assert out.read_bytes()[:4] == b"\x7fELF"

@@ -1,0 +1,329 @@
+"""A local content-addressed cache of split steps' outputs (`nvcc-split --cache-dir`).
+
+An entry is one file, `entries/<k[:2]>/<k>`, named by the step's key (see `key_of`):
+
+    CUDASPLIT1\\n
+    <sha256 of everything after this line>\\n
+    <length of the header>\\n
+    <header: JSON {"files": [[name, size], ...], "meta": {...}}>
+    <the files' bytes, one after another>
+
+Writers write a temporary file in the same directory, fsync it and `os.replace` it into
+place, so readers see a whole entry or none. Readers check the digest: a torn or
+corrupted entry is a miss (the caller rebuilds the step and overwrites it). A hit
+touches the entry's mtime; when the cache grows past its bound, the least recently used
+entries go first (under an flock, so that concurrent processes evict once).
+
+Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `last/`
+keeps, per (source, step kind, arch), the parts of the last key, for `--explain`; `size`
+is the running total of entry bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Iterator, Mapping
+
+MAGIC = b"CUDASPLIT1\n"
+# Part of every key: bump it when the entry layout or key recipe changes.
+KEY_VERSION = "cuda-split-cache-1"
+DEFAULT_MAX_SIZE = 5 * 1000**3
+# Eviction brings the cache down to this fraction of its bound, so it does not run at
+# every insertion once the cache is full.
+EVICT_TO = 0.8
+
+_SUFFIXES = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
+             "KI": 1024, "MI": 1024**2, "GI": 1024**3, "TI": 1024**4}
+
+
+def parse_size(text: str) -> int:
+    """`5G`, `500M`, `1.5GiB`, `123` (bytes) -> bytes."""
+    t = text.strip().upper().removesuffix("B")
+    num = t.rstrip("KMGTI")
+    suffix = t[len(num):]
+    if suffix not in _SUFFIXES or not num:
+        raise ValueError(f"bad size '{text}' (examples: 5G, 500M, 1.5GiB, 1000000)")
+    return int(float(num) * _SUFFIXES[suffix])
+
+
+def default_dir() -> str:
+    """$CUDA_SPLIT_CACHE_DIR, else the user's cache dir ($XDG_CACHE_HOME or ~/.cache)."""
+    if os.environ.get("CUDA_SPLIT_CACHE_DIR"):
+        return os.environ["CUDA_SPLIT_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cuda-split")
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def key_of(parts: Mapping[str, object]) -> str:
+    """The key of a step: sha256 of its parts (kind, argv, env, digests...) as JSON."""
+    text = json.dumps({"version": KEY_VERSION, **parts}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class CorruptEntry(Exception):
+    """An entry whose bytes do not match its digest or layout."""
+
+
+@dataclasses.dataclass
+class Entry:
+    key: str
+    files: dict[str, bytes]  # name -> contents
+    meta: dict
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write `path` so that readers see the old file or the whole new one."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def encode_entry(files: Mapping[str, bytes], meta: Mapping[str, object]) -> bytes:
+    header = json.dumps(
+        {"files": [[name, len(data)] for name, data in files.items()], "meta": dict(meta)},
+        sort_keys=True,
+    ).encode()
+    body = b"%d\n" % len(header) + header + b"".join(files.values())
+    return MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def decode_entry(key: str, data: bytes) -> Entry:
+    if not data.startswith(MAGIC):
+        raise CorruptEntry("bad magic")
+    digest, sep, body = data[len(MAGIC):].partition(b"\n")
+    if not sep or hashlib.sha256(body).hexdigest().encode() != digest:
+        raise CorruptEntry("content digest mismatch")
+    try:
+        length, _, rest = body.partition(b"\n")
+        header = json.loads(rest[: int(length)])
+        files: dict[str, bytes] = {}
+        at = int(length)
+        for name, size in header["files"]:
+            files[name] = rest[at : at + size]
+            at += size
+        if at != len(rest):
+            raise CorruptEntry("entry length mismatch")
+        return Entry(key=key, files=files, meta=header["meta"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptEntry(f"bad header: {e}") from e
+
+
+class Cache:
+    """The cache under `root`, bounded to `max_size` bytes of entries."""
+
+    def __init__(self, root: str, max_size: int = DEFAULT_MAX_SIZE):
+        self.root = os.path.abspath(root)
+        self.max_size = max_size
+        os.makedirs(os.path.join(self.root, "entries"), exist_ok=True)
+        self._tool_digests: dict[tuple[str, int, int], str] = {}
+
+    # -- entries --------------------------------------------------------------------
+
+    def entry_path(self, key: str) -> str:
+        return os.path.join(self.root, "entries", key[:2], key)
+
+    def lookup(self, key: str) -> tuple[Entry | None, str]:
+        """(entry, "hit") or (None, why it missed: "absent" or "corrupt: ...")."""
+        path = self.entry_path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None, "absent"
+        try:
+            entry = decode_entry(key, data)
+        except CorruptEntry as e:
+            # Remove it, unless a writer has replaced it meanwhile with a good one.
+            with contextlib.suppress(OSError):
+                with open(path, "rb") as f:
+                    if f.read() == data:
+                        os.unlink(path)
+            return None, f"corrupt: {e}"
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least recently used goes first
+        return entry, "hit"
+
+    def store(self, key: str, files: Mapping[str, bytes], meta: Mapping[str, object]) -> int:
+        """Write (or overwrite) an entry; the number of bytes written."""
+        data = encode_entry(files, meta)
+        _atomic_write(self.entry_path(key), data)
+        return len(data)
+
+    # -- size bound -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(os.path.join(self.root, "lock"), "a+b") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+    def _entries(self) -> list[tuple[float, int, str]]:
+        found = []
+        top = os.path.join(self.root, "entries")
+        for sub in os.scandir(top):
+            if not sub.is_dir():
+                continue
+            for e in os.scandir(sub.path):
+                if e.name.startswith(".tmp-"):
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    st = e.stat()
+                    found.append((st.st_mtime, st.st_size, e.path))
+        return found
+
+    def size(self) -> int:
+        """The bytes of all entries, counted now."""
+        return sum(size for _, size, _ in self._entries())
+
+    def added(self, nbytes: int) -> list[str]:
+        """Account for `nbytes` of new entries; evict if over the bound. Evicted paths."""
+        if nbytes <= 0:
+            return []
+        size_file = os.path.join(self.root, "size")
+        with self._locked():
+            try:
+                with open(size_file) as f:
+                    total = int(f.read().strip() or 0) + nbytes
+            except (FileNotFoundError, ValueError):
+                total = self.size()
+            evicted: list[str] = []
+            if total > self.max_size:
+                evicted, total = self._evict()
+            _atomic_write(size_file, b"%d\n" % total)
+        return evicted
+
+    def _evict(self) -> tuple[list[str], int]:
+        entries = sorted(self._entries())  # oldest mtime first
+        total = sum(size for _, size, _ in entries)
+        target = int(self.max_size * EVICT_TO)
+        evicted = []
+        for _, size, path in entries:
+            if total <= target:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                evicted.append(path)
+            total -= size
+        return evicted, total
+
+    # -- tool digests and explanations ----------------------------------------------
+
+    def tool_digest(self, path: str) -> str:
+        """sha256 of a tool binary, remembered per (realpath, mtime, size)."""
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        ident = (real, st.st_mtime_ns, st.st_size)
+        if ident in self._tool_digests:
+            return self._tool_digests[ident]
+        note = os.path.join(
+            self.root, "tools", hashlib.sha256(real.encode()).hexdigest()[:32] + ".json"
+        )
+        try:
+            with open(note) as f:
+                saved = json.load(f)
+            if (saved["path"], saved["mtime_ns"], saved["size"]) == ident:
+                self._tool_digests[ident] = saved["sha256"]
+                return saved["sha256"]
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            pass
+        digest = sha256_file(real)
+        record = {"path": real, "mtime_ns": st.st_mtime_ns, "size": st.st_size, "sha256": digest}
+        _atomic_write(note, json.dumps(record).encode())
+        self._tool_digests[ident] = digest
+        return digest
+
+    def _last_path(self, ident: str) -> str:
+        return os.path.join(
+            self.root, "last", hashlib.sha256(ident.encode()).hexdigest()[:32] + ".json"
+        )
+
+    def last_parts(self, ident: str) -> dict | None:
+        """The key parts recorded for `ident` (source, kind, arch) by the last build."""
+        try:
+            with open(self._last_path(ident)) as f:
+                return json.load(f)
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def record_parts(self, ident: str, parts: Mapping[str, object]) -> None:
+        _atomic_write(self._last_path(ident), json.dumps(parts, sort_keys=True).encode())
+
+
+def explain_difference(old: Mapping[str, object] | None, new: Mapping[str, object]) -> str:
+    """Why a key differs from the last one recorded for the same step: which parts."""
+    if old is None:
+        return "no earlier build of this step is recorded"
+    if key_of(old) == key_of(new):
+        return "same key as the last build, but its entry is gone (evicted or removed)"
+    changed = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            what = _NAMES.get(name, name)
+            for sub in sorted(set(a) | set(b)):
+                if a.get(sub) != b.get(sub):
+                    changed.append(f"{what} {sub} ({_short(a.get(sub))} -> {_short(b.get(sub))})")
+        elif name == "argv" and isinstance(a, list) and isinstance(b, list):
+            gone = [x for x in a if x not in b]
+            added = [x for x in b if x not in a]
+            what = "; ".join(
+                ([f"added {shlex.join(added)}"] if added else [])
+                + ([f"removed {shlex.join(gone)}"] if gone else [])
+            )
+            changed.append(f"command line ({what or 'reordered'})")
+        else:
+            changed.append(f"{_NAMES.get(name, name)} ({_short(a)} -> {_short(b)})")
+    return "changed: " + "; ".join(changed)
+
+
+_NAMES = {"inputs": "input", "env": "environment", "tool": "tool binary",
+          "libdevice": "libdevice", "cwd": "working directory"}
+
+
+def _short(value: object) -> str:
+    if value is None:
+        return "none"
+    text = str(value)
+    if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+        return text[:12]
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,917 @@
+"""nvcc-split: an nvcc replacement that runs nvcc's own plan as a parallel, cached DAG.
+
+    nvcc-split [driver options] -- <nvcc args>
+    nvcc-split [driver options] /path/to/nvcc <nvcc args>   (CMAKE_CUDA_COMPILER_LAUNCHER)
+
+For the common case, one `.cu` compiled to an object (`-c`, `-dc`, `-dw`, whole-program
+or `-rdc`, with or without `-MD`/`-MMD` dependency files), the driver asks the real nvcc
+for its plan of exactly that command (`nvcc --dryrun --keep --keep-dir KD <args>`, parsed
+by `cuda_split.plan`), maps the plan's steps to a DAG by the files they pass, and runs the
+steps on a pool of `-j` workers. cudafe++, cicc, ptxas and fatbinary results are kept in a
+local content-addressed cache (`cuda_split.cache`). Every command is nvcc's own, with only
+its intermediate files moved to a private directory: the outputs are nvcc's.
+
+Everything else (linking, `-dlink`, `-ptx`/`-cubin`/`-fatbin`, `-E`, `-M`, several
+inputs, `--keep`, `-v`, flags the driver cannot read, a plan it does not understand) runs
+the real nvcc unchanged; `--verbose` says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import dataclasses
+import fcntl
+import hashlib
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from cuda_split import cache as cachelib
+from cuda_split import plan as planlib
+from cuda_split.step import StepCommand
+
+PROG = "nvcc-split"
+
+# Step kinds whose outputs are cached: their inputs are files of the plan alone (the
+# preprocessors read headers that only their output names, and the host compile reads
+# SDK headers), so a key made of the argv and the input files' digests is complete.
+CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
+
+# Environment lines of nvcc's plan that are not paths and may change a step's output.
+_KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS_FLAGS")
+
+# cicc flags with which its PTX names source files relative to its working directory.
+_CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
+
+# Outputs that name the directory they were written in (cicc's stub starts with
+# `# 1 "<its own path>"`): a cache hit rewrites the old directory to the new one.
+_RELOCATED_ROLE_PREFIXES = ("stub:",)
+
+_KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
+
+
+# ---------------------------------------------------------------------------------------
+# nvcc's command line
+
+
+# nvcc options that take a value (`-o x`, `-o=x`, `--output-file x`): long name -> short.
+VALUE_OPTIONS = {
+    "output-file": "o", "pre-include": "include", "library": "l", "define-macro": "D",
+    "undefine-macro": "U", "include-path": "I", "system-include": "isystem",
+    "library-path": "L", "output-directory": "odir", "compiler-bindir": "ccbin",
+    "archiver-binary": "arbin", "cudart": "cudart", "cudadevrt": "cudadevrt",
+    "libdevice-directory": "ldir", "target-directory": "target-dir",
+    "optimization-info": "opt-info", "optimize": "O", "Ofast-compile": "Ofc", "dopt": "dopt",
+    "ftemplate-backtrace-limit": "ftemplate-backtrace-limit",
+    "ftemplate-depth": "ftemplate-depth", "x": "x", "std": "std", "machine": "m",
+    "compiler-options": "Xcompiler", "linker-options": "Xlinker",
+    "archive-options": "Xarchive", "ptxas-options": "Xptxas", "nvlink-options": "Xnvlink",
+    "static-global-template-stub": "static-global-template-stub",
+    "device-entity-has-hidden-visibility": "device-entity-has-hidden-visibility",
+    "threads": "t", "split-compile": "split-compile",
+    "split-compile-extended": "split-compile-extended",
+    "fdevice-time-trace": "fdevice-time-trace", "keep-dir": "keep-dir", "time": "time",
+    "run-args": "run-args", "input-drive-prefix": "idp", "dependency-drive-prefix": "ddp",
+    "drive-prefix": "dp", "dependency-target-name": "MT", "dependency-output": "MF",
+    "gpu-architecture": "arch", "gpu-code": "code", "generate-code": "gencode",
+    "relocatable-device-code": "rdc", "entries": "e", "maxrregcount": "maxrregcount",
+    "ftz": "ftz", "prec-div": "prec-div", "prec-sqrt": "prec-sqrt", "fmad": "fmad",
+    "default-stream": "default-stream", "Werror": "Werror", "diag-error": "diag-error",
+    "diag-suppress": "diag-suppress", "diag-warn": "diag-warn", "host-linker-script": "hls",
+    "brief-diagnostics": "brief-diag", "jump-table-density": "jtd",
+    "device-stack-protector": "device-stack-protector", "compress-mode": "compress-mode",
+    "frandom-seed": "frandom-seed", "sanitize": "sanitize", "options-file": "optf",
+    # Not in --help, but nvcc takes them.
+    "Xcudafe": "Xcudafe", "Xcicc": "Xcicc", "Xfatbin": "Xfatbin",
+}  # fmt: skip
+
+# nvcc options without a value whose names the driver needs (long name -> short), and
+# the short names that would otherwise read as `-l<lib>`, `-O<level>`... with a value.
+FLAG_OPTIONS = {
+    "compile": "c", "device-c": "dc", "device-w": "dw", "cuda": "cuda", "cubin": "cubin",
+    "fatbin": "fatbin", "ptx": "ptx", "optix-ir": "optix-ir", "ltoir": "ltoir",
+    "preprocess": "E", "generate-dependencies": "M", "generate-nonsystem-dependencies": "MM",
+    "generate-dependencies-with-compile": "MD",
+    "generate-nonsystem-dependencies-with-compile": "MMD",
+    "generate-dependency-targets": "MP", "device-link": "dlink", "link": "link",
+    "lib": "lib", "run": "run", "keep": "keep", "save-temps": "save-temps",
+    "dryrun": "dryrun", "verbose": "v", "version": "V", "help": "h",
+    "clean-targets": "clean", "objdir-as-tempdir": "objtemp", "list-gpu-code": "code-ls",
+    "list-gpu-arch": "arch-ls", "fdevice-syntax-only": "fdevice-syntax-only",
+    "use-local-env": "use-local-env", "generate-line-info": "lineinfo", "lto": "lto",
+    "dlink-time-opt": "dlto", "debug": "g", "device-debug": "G", "m64": "m64",
+    "jobserver": "jobserver", "no-device-link": "nodlink",
+    "relocatable-ptx": "reloc-ptx", "shared": "shared", "profile": "pg",
+}  # fmt: skip
+
+_SHORT_VALUE = {v: k for k, v in VALUE_OPTIONS.items()}
+_SHORT_FLAG = {v: k for k, v in FLAG_OPTIONS.items()}
+# Short options whose value may follow without `=` or a space: -DX, -Ipath, -O3, -lm.
+_ATTACHED = ("D", "U", "I", "L", "l", "O")
+
+# Options for which the driver runs nvcc itself, and why.
+PASSTHROUGH = {
+    "cuda": "-cuda", "cubin": "-cubin", "fatbin": "-fatbin", "ptx": "-ptx",
+    "optix-ir": "-optix-ir", "ltoir": "-ltoir", "E": "-E (preprocess only)",
+    "M": "-M (dependencies only)", "MM": "-MM (dependencies only)", "dlink": "-dlink",
+    "link": "-link", "lib": "-lib", "run": "-run", "dryrun": "--dryrun", "keep": "--keep",
+    "keep-dir": "--keep-dir", "save-temps": "--save-temps", "v": "-v (nvcc shows its steps)",
+    "V": "--version", "h": "--help", "clean": "--clean-targets", "objtemp": "-objtemp",
+    "odir": "-odir", "optf": "--options-file", "time": "-time",
+    "fdevice-time-trace": "-fdevice-time-trace", "code-ls": "--list-gpu-code",
+    "arch-ls": "--list-gpu-arch", "fdevice-syntax-only": "-fdevice-syntax-only",
+    "ddp": "-ddp", "dp": "-dp", "idp": "-idp", "use-local-env": "-use-local-env",
+}  # fmt: skip
+
+CUDA_SUFFIXES = (".cu",)
+
+
+@dataclasses.dataclass
+class Option:
+    """One option of nvcc's command line, or an input file (name "")."""
+
+    name: str  # canonical short name ("o", "arch", "MD"...), or "" for an input file
+    value: str | None
+    tokens: list[str]
+
+
+def read_options(args: Sequence[str]) -> list[Option]:
+    """Split nvcc's arguments into options and inputs, as nvcc reads them."""
+    out: list[Option] = []
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        i += 1
+        if not tok.startswith("-") or tok == "-":
+            out.append(Option("", tok, [tok]))
+            continue
+        body = tok.lstrip("-")
+        name, eq, val = body.partition("=")
+        if not eq and (name in FLAG_OPTIONS or name in _SHORT_FLAG):
+            out.append(Option(FLAG_OPTIONS.get(name, name), None, [tok]))
+        elif name in VALUE_OPTIONS or name in _SHORT_VALUE:
+            short = VALUE_OPTIONS.get(name, name)
+            if eq:
+                out.append(Option(short, val, [tok]))
+            elif i < len(args):
+                out.append(Option(short, args[i], [tok, args[i]]))
+                i += 1
+            else:
+                out.append(Option(short, None, [tok]))
+        elif tok.startswith("-") and not tok.startswith("--") and body[:1] in _ATTACHED:
+            out.append(Option(body[0], body[1:], [tok]))
+        else:
+            # Unknown to the driver (a host compiler flag under
+            # -forward-unknown-to-host-compiler, a new nvcc flag): one token, to nvcc as is.
+            out.append(Option(name, val if eq else None, [tok]))
+    return out
+
+
+class ArchParseError(ValueError):
+    """Arch flags the driver cannot read (nvcc's plan still says what they mean)."""
+
+
+_VIRT = re.compile(r"^compute_(\d+[af]?)$")
+_REAL = re.compile(r"^(sm|lto)_(\d+[af]?)$")
+
+
+def parse_gencode(value: str) -> tuple[str, list[str]]:
+    """`arch=compute_80,code=[sm_80,compute_80]` (also `code="a,b"`, `code=a,b`)."""
+    v = value.replace('"', "").replace("'", "").replace(" ", "").replace("\\", "")
+    m = re.fullmatch(r"arch=(\w+),code=\[?([\w,]+)\]?", v)
+    if not m:
+        raise ArchParseError(f"bad -gencode value '{value}'")
+    arch, codes = m.group(1), [c for c in m.group(2).split(",") if c]
+    if not _VIRT.match(arch):
+        raise ArchParseError(f"bad virtual arch '{arch}' in -gencode '{value}'")
+    for c in codes:
+        if not (_VIRT.match(c) or _REAL.match(c)):
+            raise ArchParseError(f"bad code '{c}' in -gencode '{value}'")
+    return arch, codes
+
+
+def parse_arch_flags(options: Iterable[Option]) -> list[tuple[str, list[str]]]:
+    """The (virtual arch, codes) pairs of `-arch`, `-code` and `-gencode` flags.
+
+    Empty when no arch flag is given (nvcc's default arch). Raises ArchParseError for
+    values that need nvcc to resolve (`-arch=native`, `all`, `all-major`) or are malformed.
+    """
+    pairs: list[tuple[str, list[str]]] = []
+    arch: str | None = None
+    codes: list[str] = []
+    for opt in options:
+        if opt.name == "gencode" and opt.value is not None:
+            pairs.append(parse_gencode(opt.value))
+        elif opt.name == "arch" and opt.value is not None:
+            arch = opt.value
+        elif opt.name == "code" and opt.value is not None:
+            codes += [c for c in opt.value.replace('"', "").split(",") if c]
+    if arch is None:
+        if codes:
+            raise ArchParseError("-code without -arch")
+        return pairs
+    m = _REAL.match(arch)
+    if m and m.group(1) == "sm":
+        virtual = f"compute_{m.group(2)}"
+        pairs.append((virtual, codes or [arch, virtual]))
+    elif _VIRT.match(arch):
+        pairs.append((arch, codes or [arch]))
+    else:
+        raise ArchParseError(f"-arch={arch} is resolved by nvcc")
+    return pairs
+
+
+@dataclasses.dataclass
+class Invocation:
+    """What the driver read of an nvcc command line."""
+
+    args: list[str]
+    options: list[Option]
+    inputs: list[str]
+    output: str | None
+    compile: bool
+    rdc: bool
+    dep_md: bool  # -MD or -MMD
+    dep_system: bool  # -MD (system headers too) rather than -MMD
+    dep_target: str | None  # -MT (the last one, as nvcc takes it)
+    dep_phony: bool  # -MP
+    archs: list[tuple[str, list[str]]] | None  # None: not readable here
+    arch_error: str
+    reasons: list[str]  # why the driver cannot split it (empty: it can)
+
+
+def analyze(args: Sequence[str]) -> Invocation:
+    """Read an nvcc command line and decide whether the driver can split it."""
+    options = read_options(args)
+    names = {o.name for o in options}
+    inputs = [o.value for o in options if o.name == "" and o.value]
+    reasons = [f"{PASSTHROUGH[n]} is not split" for n in PASSTHROUGH if n in names]
+    lang = [o.value for o in options if o.name == "x"]
+    if lang and lang[-1] != "cu":
+        reasons.append(f"-x {lang[-1]} is not CUDA")
+    compile_ = bool(names & {"c", "dc", "dw"})
+    if not compile_:
+        reasons.append("no -c/-dc/-dw: a link or another mode")
+    if len(inputs) != 1:
+        reasons.append(f"{len(inputs)} input files (the driver splits one .cu)")
+    elif not (lang and lang[-1] == "cu") and not inputs[0].endswith(CUDA_SUFFIXES):
+        reasons.append(f"input {inputs[0]} is not a .cu file")
+    if any(o.value is None for o in options if o.name in VALUE_OPTIONS.values()):
+        reasons.append("an option lacks its value")
+    outputs = [o.value for o in options if o.name == "o"]
+    rdc_values = [o.value for o in options if o.name == "rdc"]
+    rdc = "dc" in names or (bool(rdc_values) and rdc_values[-1] == "true")
+    targets = [o.value for o in options if o.name == "MT" and o.value is not None]
+    try:
+        archs: list[tuple[str, list[str]]] | None = parse_arch_flags(options)
+        arch_error = ""
+    except ArchParseError as e:
+        archs, arch_error = None, str(e)
+    return Invocation(
+        args=list(args),
+        options=options,
+        inputs=inputs,
+        output=outputs[-1] if outputs else None,
+        compile=compile_,
+        rdc=rdc,
+        dep_md=bool(names & {"MD", "MMD"}),
+        dep_system="MMD" not in names,
+        dep_target=targets[-1] if targets else None,
+        dep_phony="MP" in names,
+        archs=archs,
+        arch_error=arch_error,
+        reasons=reasons,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Dependency files, as nvcc's "Filter Dependencies" writes them
+
+
+_LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
+
+
+def included_files(ii_path: str) -> list[tuple[str, bool]]:
+    """(file, is a system header) for each file a preprocessed source's line markers
+    name, in order of first appearance."""
+    seen: dict[str, bool] = {}
+    with open(ii_path, "rb") as f:
+        for line in f:
+            if not line.startswith(b"# "):
+                continue
+            m = _LINE_MARKER.match(line)
+            if not m:
+                continue
+            name = re.sub(rb"\\(.)", rb"\1", m.group(1)).decode("utf-8", "surrogateescape")
+            # `<built-in>`, `<command-line>`, and the working directory (`# 1 "<cwd>//"`,
+            # which gcc -E writes with -g) are not files nvcc lists.
+            if name.startswith("<") or name.endswith("//") or name in seen:
+                continue
+            seen[name] = b"3" in m.group(2).split()
+    return list(seen.items())
+
+
+def dependency_text(
+    target: str, ii_paths: Sequence[str], *, system: bool = True, phony: bool = False
+) -> str:
+    """nvcc's dependency file: the files the preprocessed sources (device ones in plan
+    order, then the host one) name, without system headers under -MMD."""
+    deps: list[str] = []
+    seen: set[str] = set()
+    for path in ii_paths:
+        for name, is_system in included_files(path):
+            if name in seen or (is_system and not system):
+                continue
+            seen.add(name)
+            deps.append(name)
+    text = f"{target} : " + " \\\n    ".join(deps) + "\n"
+    if phony and len(deps) > 1:
+        text += "\n" + "\n\n".join(f"{d}:" for d in deps[1:]) + "\n"
+    return text
+
+
+# ---------------------------------------------------------------------------------------
+# The plan as a DAG
+
+
+@dataclasses.dataclass
+class Node:
+    """One step of the plan, ready to run in the driver's work directory."""
+
+    index: int
+    step: planlib.Step
+    cmd: StepCommand
+    inputs: dict[str, str]  # role -> path read
+    outputs: dict[str, str]  # role -> path written
+    deps: set[int] = dataclasses.field(default_factory=set)
+    # Filled in by the run.
+    seconds: float = 0.0
+    cache: str = "off"  # hit, miss, off
+    key: str = ""
+    explain: str = ""
+    rc: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+
+    @property
+    def label(self) -> str:
+        return f"{self.step.kind}[{self.step.arch}]" if self.step.arch else self.step.kind
+
+
+class Unsplittable(Exception):
+    """The plan is not one the driver runs itself: nvcc runs the command instead."""
+
+
+def _mentioned(argv: Sequence[str]) -> list[str]:
+    return [m.group(0) for a in argv for m in _KEEP_PATH.finditer(a)]
+
+
+def build_dag(
+    plan: planlib.Plan, work_dir: str, nvcc_in_plan: str
+) -> tuple[list[Node], dict[str, str]]:
+    """Nodes for the plan's steps with their files in `work_dir`; role -> path."""
+    kinds = [s.kind for s in plan.steps]
+    if planlib.NVLINK in kinds:
+        raise Unsplittable("the plan links device code")
+    for kind in (planlib.HOST_PREPROCESS, planlib.CUDAFE, planlib.HOST_COMPILE):
+        if kinds.count(kind) != 1:
+            raise Unsplittable(f"the plan has {kinds.count(kind)} {kind} steps")
+    # Each file keeps the name nvcc gives it under --keep: the host object's file symbol
+    # and, with -G, the cubin name them, and the output is then nvcc --keep's own.
+    files: dict[str, str] = {}
+    keep = planlib.KEEP_DIR + "/"
+    for path, role in plan.roles.items():
+        if role in (planlib.SCRATCH, "fatbin", "obj") or not path.startswith(keep):
+            continue
+        files[role] = os.path.join(work_dir, path[len(keep):])
+    scratch = os.path.join(work_dir, "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    nodes: list[Node] = []
+    writer: dict[str, int] = {}  # role -> node
+    for i, step in enumerate(plan.steps):
+        for path in _mentioned(step.argv):
+            if path not in plan.roles:
+                raise Unsplittable(f"no role for {path} in nvcc's plan")
+        try:
+            cmd = StepCommand(plan, step, files, nvcc_in_plan, "", scratch)
+        except planlib.PlanError as e:
+            raise Unsplittable(str(e)) from e
+        by_path = {p: r for r, p in files.items()}
+        outputs = {by_path[p]: p for p in cmd.outputs}
+        inputs = {}
+        for path in _mentioned(step.argv):
+            role = plan.roles[path]
+            if role in files and role not in outputs:
+                inputs[role] = files[role]
+        node = Node(i, step, cmd, inputs, outputs)
+        for role in outputs:
+            writer[role] = i
+        nodes.append(node)
+    for node in nodes:
+        if node.step.kind == planlib.HOST_COMPILE:
+            # The .cudafe1.cpp #includes the stubs and the .fatbin.c: run it last.
+            node.deps = {n.index for n in nodes if n is not node}
+        else:
+            node.deps = {writer[r] for r in node.inputs if r in writer} - {node.index}
+    return nodes, files
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+@dataclasses.dataclass
+class Options:
+    """The driver's own options (see parse_driver_args)."""
+
+    nvcc: str
+    jobs: int
+    cache_dir: str | None  # None: no cache
+    cache_max_size: int
+    explain: bool
+    verbose: bool
+    graph: str
+    table: str
+    table_append: bool
+
+
+class Runner:
+    """Runs the nodes of one compilation, with the cache."""
+
+    def __init__(self, opts: Options, source: str, work_dir: str, plan: planlib.Plan):
+        self.opts = opts
+        self.source = os.path.realpath(source)
+        self.work_dir = work_dir
+        self.plan = plan
+        self.cache = (
+            cachelib.Cache(opts.cache_dir, opts.cache_max_size) if opts.cache_dir else None
+        )
+        self.bytes_added = 0
+        self._lock = threading.Lock()
+        env = plan.env_dict()
+        self.key_env = {k: env[k] for k in _KEY_ENV if k in env}
+        self.libdevice = ""
+        if env.get("NVVMIR_LIBRARY_DIR"):
+            self.libdevice = env["NVVMIR_LIBRARY_DIR"]
+
+    # -- keys -----------------------------------------------------------------------
+
+    def key_parts(self, node: Node) -> dict[str, object]:
+        argv = node.cmd.argv
+        parts: dict[str, object] = {
+            "kind": node.step.kind,
+            "arch": node.step.arch,
+            "argv": [os.path.basename(argv[0])]
+            + [a.replace(self.work_dir, "<work>") for a in argv[1:]],
+            "env": self.key_env,
+            "tool": self.cache.tool_digest(argv[0]) if self.cache else "",
+            "inputs": {r: cachelib.sha256_file(p) for r, p in sorted(node.inputs.items())},
+        }
+        if node.step.kind == planlib.CICC:
+            parts["libdevice"] = self._libdevice_digests()
+            if any(f in argv for f in _CICC_CWD_FLAGS):
+                parts["cwd"] = os.getcwd()
+        return parts
+
+    def _libdevice_digests(self) -> dict[str, str]:
+        d = self.libdevice
+        if not d or not os.path.isdir(d) or self.cache is None:
+            return {}
+        return {
+            name: self.cache.tool_digest(os.path.join(d, name))
+            for name in sorted(os.listdir(d))
+            if name.endswith(".bc")
+        }
+
+    # -- one node -------------------------------------------------------------------
+
+    def run_node(self, node: Node) -> Node:
+        start = time.monotonic()
+        try:
+            if self.cache is not None and node.step.kind in CACHED_KINDS:
+                self._run_cached(node)
+            else:
+                self._execute(node)
+        except OSError as e:
+            node.rc = node.rc or 1
+            node.stderr += f"{PROG}: {node.label}: {e}\n".encode()
+        node.seconds = time.monotonic() - start
+        return node
+
+    def _run_cached(self, node: Node) -> None:
+        assert self.cache is not None
+        parts = self.key_parts(node)
+        node.key = cachelib.key_of(parts)
+        ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
+        entry, why = self.cache.lookup(node.key)
+        if entry is not None and self._restore(node, entry):
+            node.cache = "hit"
+            node.explain = "hit"
+        else:
+            node.cache = "miss"
+            if why.startswith("corrupt"):
+                node.explain = f"miss: the entry was {why}; rebuilt and overwritten"
+            else:
+                last = self.cache.last_parts(ident)
+                node.explain = "miss: " + cachelib.explain_difference(last, parts)
+            self._execute(node)
+            if node.rc == 0:
+                self._store(node)
+        if node.rc == 0:
+            self.cache.record_parts(ident, parts)
+
+    def _restore(self, node: Node, entry: cachelib.Entry) -> bool:
+        if set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
+            return False
+        old_dir = str(entry.meta.get("work_dir", ""))
+        for role, path in node.outputs.items():
+            data = entry.files[role]
+            if old_dir and role.startswith(_RELOCATED_ROLE_PREFIXES):
+                data = data.replace(old_dir.encode(), self.work_dir.encode())
+            with open(path, "wb") as f:
+                f.write(data)
+        node.stdout, node.stderr = entry.files["@stdout"], entry.files["@stderr"]
+        node.rc = 0
+        return True
+
+    def _store(self, node: Node) -> None:
+        assert self.cache is not None
+        files = {}
+        for role, path in node.outputs.items():
+            with open(path, "rb") as f:
+                files[role] = f.read()
+        files["@stdout"], files["@stderr"] = node.stdout, node.stderr
+        meta = {"kind": node.step.kind, "arch": node.step.arch, "work_dir": self.work_dir}
+        n = self.cache.store(node.key, files, meta)
+        with self._lock:
+            self.bytes_added += n
+
+    def _execute(self, node: Node) -> None:
+        argv = node.cmd.argv
+        env = dict(os.environ)
+        env.update(node.cmd.env)
+        if self.opts.verbose:
+            _say(f"run {node.label}: {shlex.join(argv)}")
+        proc = subprocess.run(argv, env=env, capture_output=True, check=False)
+        node.rc, node.stdout, node.stderr = proc.returncode, proc.stdout, proc.stderr
+        if node.rc != 0:
+            return
+        for role, path in node.outputs.items():
+            if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                node.rc = 1
+                node.stderr += f"{PROG}: {node.label} exited 0 but wrote no {role}\n".encode()
+
+    # -- the DAG --------------------------------------------------------------------
+
+    def run_all(self, nodes: list[Node]) -> int:
+        """Run the nodes in dependency order on `jobs` workers; the first failure's rc."""
+        pending = {n.index: n for n in nodes}
+        done: set[int] = set()
+        failed: list[Node] = []
+        with concurrent.futures.ThreadPoolExecutor(max(1, self.opts.jobs)) as pool:
+            running: dict[concurrent.futures.Future[Node], Node] = {}
+            while pending or running:
+                if not failed:
+                    for node in [n for n in pending.values() if n.deps <= done]:
+                        del pending[node.index]
+                        running[pool.submit(self.run_node, node)] = node
+                if not running:
+                    break
+                finished, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for fut in finished:
+                    node = running.pop(fut)
+                    fut.result()
+                    if node.rc == 0:
+                        _replay(node)
+                        done.add(node.index)
+                    else:
+                        failed.append(node)
+        if self.cache is not None:
+            self.cache.added(self.bytes_added)
+        if failed:
+            # Steps that ran side by side may report the same error (both preprocessors
+            # miss a header): show the one nvcc, running in plan order, would have shown.
+            first = min(failed, key=lambda n: n.index)
+            _replay(first)
+            return first.rc or 1
+        return 0
+
+
+def _replay(node: Node) -> None:
+    if node.stdout:
+        sys.stdout.buffer.write(node.stdout)
+        sys.stdout.flush()
+    if node.stderr:
+        sys.stderr.buffer.write(node.stderr)
+        sys.stderr.flush()
+
+
+def _say(text: str) -> None:
+    # One write per line: workers may speak at once.
+    sys.stderr.write(f"{PROG}: {text}\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# Reports
+
+
+TABLE_FIELDS = ("source", "step", "kind", "arch", "seconds", "cache", "key")
+
+
+def table_rows(source: str, nodes: Sequence[Node]) -> list[dict[str, str]]:
+    return [
+        {
+            "source": source,
+            "step": str(n.index),
+            "kind": n.step.kind,
+            "arch": n.step.arch,
+            "seconds": f"{n.seconds:.3f}",
+            "cache": n.cache if n.rc is not None else "not run",
+            "key": n.key[:16],
+        }
+        for n in nodes
+    ]
+
+
+def write_table(path: str, rows: Sequence[Mapping[str, str]], append: bool) -> None:
+    """The CSV table; with `append`, rows go after those already there (under flock, so
+    parallel compilations of a build can share one table)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=TABLE_FIELDS, lineterminator="\n")
+    if not append:
+        w.writeheader()
+        w.writerows(rows)
+        cachelib._atomic_write(os.path.abspath(path), buf.getvalue().encode())
+        return
+    with open(path, "a+", encoding="utf-8") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            w.writeheader()
+        w.writerows(rows)
+        f.write(buf.getvalue())
+        f.flush()
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def graph_text(source: str, nodes: Sequence[Node]) -> str:
+    """The DAG in Graphviz dot: one node per step (kind, arch, seconds, cache)."""
+    lines = [f"digraph {_dot_quote(os.path.basename(source))} {{", "  rankdir=LR;"]
+    colors = {"hit": "palegreen", "miss": "lightsalmon", "off": "lightgrey"}
+    for n in nodes:
+        label = f"{n.label}\\n{n.seconds:.2f} s\\n{n.cache}"
+        color = colors.get(n.cache, "white")
+        lines.append(f'  s{n.index} [label="{label}", style=filled, fillcolor={color}];')
+    for n in nodes:
+        for d in sorted(n.deps):
+            if n.step.kind == planlib.HOST_COMPILE and not _direct(nodes, d, n):
+                continue
+            lines.append(f"  s{d} -> s{n.index};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _direct(nodes: Sequence[Node], dep: int, node: Node) -> bool:
+    """Whether `dep` is a direct predecessor of the host compile (not one implied by
+    another predecessor), to keep the drawn graph readable."""
+    return not any(dep in nodes[other].deps for other in node.deps if other != dep)
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# ---------------------------------------------------------------------------------------
+# The command line
+
+
+def _driver_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"{PROG} [options] -- <nvcc args>  |  {PROG} [options] NVCC <nvcc args>",
+        description="Run nvcc's own plan as a parallel DAG of per-arch steps, with a cache.",
+    )
+    p.add_argument("--nvcc", default="", help="the real nvcc (default: $CUDA_SPLIT_NVCC, "
+                   "else nvcc on PATH); the launcher form names it as the first argument")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                   help="steps run at once (default: the number of cores)")
+    p.add_argument("--cache-dir", default="", help="the local cache (default: "
+                   "$CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)")
+    p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
+    p.add_argument("--no-cache", action="store_true", help="run every step")
+    p.add_argument("--remote", default="", help="REAPI endpoint (grpc://HOST:PORT); "
+                   "not implemented yet")
+    p.add_argument("--remote-instance", default="", help="REAPI instance name")
+    p.add_argument("--graph", default="", metavar="FILE.dot", help="write the step DAG")
+    p.add_argument("--table", default="", metavar="FILE.csv",
+                   help="write a row per step: kind, arch, seconds, cache hit")
+    p.add_argument("--table-append", action="store_true",
+                   help="append to --table (one table for a whole build)")
+    p.add_argument("--explain", action="store_true",
+                   help="say why each cached step hit or missed")
+    p.add_argument("--verbose", action="store_true",
+                   help="say what is split, what is passed to nvcc and why, each command")
+    return p
+
+
+# Driver options that take a value (to find where the driver's arguments end).
+_DRIVER_VALUE_OPTIONS = {
+    "--nvcc", "-j", "--jobs", "--cache-dir", "--cache-max-size", "--remote",
+    "--remote-instance", "--graph", "--table",
+}  # fmt: skip
+
+
+def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
+    """(driver args, compiler named by the launcher form or None, nvcc args)."""
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return list(argv[:i]), None, list(argv[i + 1 :])
+        if not tok.startswith("-"):
+            return list(argv[:i]), tok, list(argv[i + 1 :])
+        i += 2 if tok in _DRIVER_VALUE_OPTIONS else 1
+    return list(argv), None, []
+
+
+def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options:
+    p = _driver_parser()
+    ns = p.parse_args(list(driver_argv))
+    nvcc = compiler or ns.nvcc or os.environ.get("CUDA_SPLIT_NVCC", "") or "nvcc"
+    if "/" not in nvcc:
+        found = shutil.which(nvcc)
+        if not found:
+            p.error(f"no '{nvcc}' on PATH: name the real nvcc with --nvcc or $CUDA_SPLIT_NVCC")
+        nvcc = found
+    try:
+        max_size = cachelib.parse_size(ns.cache_max_size)
+    except ValueError as e:
+        p.error(str(e))
+    if ns.remote:
+        p.error("--remote (REAPI) is not implemented yet")
+    return Options(
+        nvcc=nvcc,
+        jobs=max(1, ns.jobs),
+        cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
+        cache_max_size=max_size,
+        explain=ns.explain,
+        verbose=ns.verbose,
+        graph=ns.graph,
+        table=ns.table,
+        table_append=ns.table_append,
+    )
+
+
+def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
+    """Run the real nvcc with the arguments as given."""
+    if opts.verbose:
+        _say(f"passing to nvcc unchanged: {why}")
+    argv = [opts.nvcc, *args]
+    if not (opts.table or opts.graph):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(opts.nvcc, argv)
+    start = time.monotonic()
+    rc = subprocess.run(argv, check=False).returncode
+    row = {
+        "source": " ".join(a for a in args if a.endswith(CUDA_SUFFIXES)),
+        "step": "0", "kind": "nvcc", "arch": "", "seconds": f"{time.monotonic() - start:.3f}",
+        "cache": "passthrough", "key": "",
+    }  # fmt: skip
+    if opts.table:
+        write_table(opts.table, [row], opts.table_append)
+    if opts.graph:
+        with open(opts.graph, "w", encoding="utf-8") as f:
+            f.write('digraph nvcc {\n  s0 [label="nvcc (not split)"];\n}\n')
+    return rc
+
+
+def dryrun(opts: Options, args: Sequence[str]) -> tuple[planlib.Plan, list[str]]:
+    """nvcc's plan for the command, and the lines it prints besides the plan (warnings)."""
+    argv = [opts.nvcc, "--dryrun", "--keep", "--keep-dir", planlib.KEEP_DIR, *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise Unsplittable(f"nvcc --dryrun failed (exit {proc.returncode})")
+    text = proc.stdout + proc.stderr
+    try:
+        plan = planlib.parse_plan(text)
+    except (planlib.PlanError, ValueError) as e:
+        raise Unsplittable(f"nvcc's plan is not understood: {e}") from e
+    others = [line for line in text.splitlines() if line and not line.startswith("#$")]
+    return plan, others
+
+
+def _work_dir(output: str) -> tuple[str, int]:
+    """The directory for a compilation's intermediate files, and a lock on it.
+
+    Its name depends only on the working directory and the output, so that what names it
+    (the host object's debug info under -g) is the same from one build to the next. Two
+    compilations of the same output wait for each other.
+    """
+    ident = f"{os.getcwd()}\0{os.path.abspath(output)}\0{os.getuid()}"
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"nvcc-split-{digest}")
+    while True:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        mine = os.fstat(fd)
+        if st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)  # the holder removed it meanwhile: take the new one
+    for name in os.listdir(path):  # what a killed compilation left
+        victim = os.path.join(path, name)
+        if os.path.isdir(victim) and not os.path.islink(victim):
+            shutil.rmtree(victim, ignore_errors=True)
+        else:
+            os.unlink(victim)
+    return path, fd
+
+
+def compile_split(opts: Options, inv: Invocation) -> int:
+    """Run nvcc's plan for a one-source compile as a DAG. Raises Unsplittable."""
+    plan, messages = dryrun(opts, inv.args)
+    host = plan.find(planlib.HOST_COMPILE)
+    out = planlib.flag_value(host.argv, "-o")
+    if inv.output is not None and out != inv.output:
+        raise Unsplittable(f"nvcc's plan writes {out}, not -o {inv.output}")
+    src = inv.inputs[0]
+    if src not in plan.find(planlib.HOST_PREPROCESS).argv:
+        raise Unsplittable(f"nvcc's plan does not preprocess {src} as given")
+    if plan.dep_file == "-" or (plan.dep_file is not None) != inv.dep_md:
+        raise Unsplittable("the dependency file is not one the driver writes")
+    if inv.archs is not None and inv.archs:
+        ours = sorted({v for v, _ in inv.archs})
+        theirs = sorted({s.arch for s in plan.steps if s.kind == planlib.CICC})
+        if ours != theirs and opts.verbose:
+            _say(f"arch flags read as {ours}, nvcc's plan has {theirs}: using nvcc's plan")
+    elif inv.arch_error and opts.verbose:
+        _say(f"{inv.arch_error}: using nvcc's plan")
+    here = plan.env_dict().get("_HERE_", os.path.dirname(opts.nvcc))
+    work_dir, lock = _work_dir(out or src)
+    try:
+        # StepCommand moves SDK paths from _HERE_ to the nvcc it is given: give it
+        # nvcc's own directory, so the commands stay exactly nvcc's.
+        nodes, files = build_dag(plan, work_dir, os.path.join(here, "nvcc"))
+        for line in messages:
+            print(line, file=sys.stderr)
+        if opts.verbose:
+            _say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers")
+        runner = Runner(opts, src, work_dir, plan)
+        rc = runner.run_all(nodes)
+        if rc == 0 and plan.dep_file:
+            pre = [n for n in nodes if n.step.kind == planlib.DEVICE_PREPROCESS]
+            pre += [n for n in nodes if n.step.kind == planlib.HOST_PREPROCESS]
+            ii = [p for n in pre for p in n.outputs.values()]
+            text = dependency_text(
+                inv.dep_target if inv.dep_target is not None else out or "",
+                ii, system=inv.dep_system, phony=inv.dep_phony,
+            )  # fmt: skip
+            with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.write(text)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        os.close(lock)
+    if opts.explain:
+        for n in nodes:
+            if n.cache != "off":
+                _say(f"explain {os.path.basename(src)} {n.label}: {n.explain}")
+    if opts.table:
+        write_table(opts.table, table_rows(src, nodes), opts.table_append)
+    if opts.graph:
+        cachelib._atomic_write(os.path.abspath(opts.graph), graph_text(src, nodes).encode())
+    return rc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    driver_argv, compiler, args = split_command_line(argv)
+    opts = parse_driver_args(driver_argv, compiler)
+    inv = analyze(args)
+    if inv.reasons:
+        return passthrough(opts, args, "; ".join(inv.reasons))
+    try:
+        return compile_split(opts, inv)
+    except (Unsplittable, planlib.PlanError) as e:
+        return passthrough(opts, args, str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
