@@ -4,7 +4,7 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
 load(":plan.bzl", "ACCEPTED_FORMS", "codes_of", "parse_arch_spec", "unsupported_archs")
-load(":rdc.bzl", "merge_rdc_infos")
+load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(":settings.bzl", "CudaArchsSettingInfo", "CudaCompileModeInfo")
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
@@ -171,6 +171,18 @@ def _cuda_library_impl(ctx):
         alwayslink = ctx.attr.alwayslink,
         disallow_dynamic_library = True,
     )
+    if ctx.attr.rdc:
+        guard = guard_linking_context(
+            ctx,
+            cc_toolchain = cc_toolchain,
+            feature_configuration = feature_configuration,
+            symbols = [device_link_guard(ctx.label)],
+            define = False,
+        )
+        linking_context = cc_common.merge_cc_infos(cc_infos = [
+            CcInfo(linking_context = linking_context),
+            CcInfo(linking_context = guard),
+        ]).linking_context
     rdc_deps = [d[CudaRdcInfo] for d in ctx.attr.deps if CudaRdcInfo in d]
     if ctx.attr.rdc:
         split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"

@@ -5,7 +5,7 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 load(":cuda_library.bzl", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":plan.bzl", "file_name")
-load(":rdc.bzl", "merge_rdc_infos")
+load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(":settings.bzl", "CudaArchsSettingInfo")
 
 _CollectedRdcInfo = provider(
@@ -179,10 +179,17 @@ def _cuda_device_link_impl(ctx):
         name = ctx.label.name,
         disallow_dynamic_library = True,
     )
+    guard = guard_linking_context(
+        ctx,
+        cc_toolchain = cc_toolchain,
+        feature_configuration = feature_configuration,
+        symbols = [device_link_guard(e.partition("|")[0]) for e in rdc.libraries.to_list()],
+        define = True,
+    )
     return [
         DefaultInfo(files = depset([linked.obj])),
         cc_common.merge_cc_infos(
-            direct_cc_infos = [CcInfo(linking_context = linking_context)],
+            direct_cc_infos = [CcInfo(linking_context = linking_context), CcInfo(linking_context = guard)],
             cc_infos = [deps_cc],
         ),
         OutputGroupInfo(cuda_cubin = depset(linked.cubins)),
