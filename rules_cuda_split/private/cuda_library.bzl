@@ -142,7 +142,8 @@ def _cuda_library_impl(ctx):
     nvcc_flags = _nvcc_flags(ctx, compilation_context, toolchain)
     if ctx.attr.rdc:
         nvcc_flags.append("-rdc=true")
-    headers = depset(ctx.files.hdrs, transitive = [compilation_context.headers])
+    private_headers = [f for f in ctx.files.srcs if f.extension != "cu"]
+    headers = depset(ctx.files.hdrs + private_headers, transitive = [compilation_context.headers])
     compile = cuda_compile_split if ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split" else cuda_compile_mono
     outputs = [
         compile(
