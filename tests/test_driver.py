@@ -24,6 +24,7 @@ from cuda_split import plan as planlib
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HOST = ["-ccbin", "/usr/bin/gcc"]
+ALL_CACHED = (*driver.CACHED_KINDS, *driver.PREPROCESS_KINDS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -319,10 +320,11 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
     proc = run_driver(sdk, args, cache, "--table", str(tmp_path / "second.csv"), "--explain")
     assert (tmp_path / "x.o").read_bytes() == first
     rows1, rows2 = read_table(tmp_path / "first.csv"), read_table(tmp_path / "second.csv")
-    cached = [r for r in rows2 if r["kind"] in driver.CACHED_KINDS]
-    assert {r["kind"] for r in cached} == set(driver.CACHED_KINDS)
+    cached = [r for r in rows2 if r["kind"] in ALL_CACHED]
+    assert {r["kind"] for r in cached} == set(ALL_CACHED)
     assert {r["cache"] for r in cached} == {"hit"}
-    assert {r["cache"] for r in rows1 if r["kind"] in driver.CACHED_KINDS} == {"miss"}
+    assert {r["cache"] for r in rows1 if r["kind"] in ALL_CACHED} == {"miss"}
+    assert {r["cache"] for r in rows2 if r["kind"] not in ALL_CACHED} == {"off"}
     assert [(r["kind"], r["arch"]) for r in rows1] == [(r["kind"], r["arch"]) for r in rows2]
     assert sorted(r["arch"] for r in rows2 if r["kind"] == "ptxas") == ["sm_80", "sm_90"]
     assert "explain reduce.cu ptxas[sm_90]: hit" in proc.stderr
@@ -381,13 +383,51 @@ def test_corrupted_entry_is_rebuilt(sdk, tmp_path):
     proc = run_driver(sdk, args, cache, "--explain", "--table", str(tmp_path / "t.csv"))
     assert (tmp_path / "x.o").read_bytes() == good
     assert proc.stderr.count("the entry was corrupt") == len(driver.CACHED_KINDS)
+    assert proc.stderr.count("the manifest was corrupt") == 2  # device + host preprocess
     rows = read_table(tmp_path / "t.csv")
-    assert {r["cache"] for r in rows if r["kind"] in driver.CACHED_KINDS} == {"miss"}
+    assert {r["cache"] for r in rows if r["kind"] in ALL_CACHED} == {"miss"}
     for path in _all_entries(cache):  # rewritten whole
         cachelib.decode_entry(path.name, path.read_bytes())
     run_driver(sdk, args, cache, "--table", str(tmp_path / "t2.csv"))
     rows = read_table(tmp_path / "t2.csv")
-    assert {r["cache"] for r in rows if r["kind"] in driver.CACHED_KINDS} == {"hit"}
+    assert {r["cache"] for r in rows if r["kind"] in ALL_CACHED} == {"hit"}
+
+
+def test_header_change_misses_only_where_it_matters(sdk, tmp_path):
+    """A header only the sm_90 device code includes: the other arch, the host side and
+    the dependency file stay right; switching the header back hits again."""
+    (tmp_path / "k.cu").write_text(
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#include \"h90.h\"\n"
+        "#elif defined(__CUDA_ARCH__)\n#include \"h80.h\"\n#else\n#include \"hhost.h\"\n"
+        "#endif\n__global__ void k(int* p) { *p = V; }\n"
+    )
+    for name, value in (("h90.h", 90), ("h80.h", 80), ("hhost.h", 1)):
+        (tmp_path / name).write_text(f"#define V {value}\n")
+    cache = tmp_path / "cache"
+    flags = [*HOST, "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+             "arch=compute_90,code=sm_90", "-c", str(tmp_path / "k.cu"), "-MD"]  # fmt: skip
+
+    def build(name: str) -> tuple[str, bytes]:
+        out = tmp_path / f"{name}.o"
+        proc = run_driver(sdk, [*flags, "-o", str(out)], cache, "--explain")
+        return proc.stderr, out.read_bytes()
+
+    build("first")
+    (tmp_path / "h90.h").write_text("#define V 91\n")
+    err, changed = build("changed")
+    assert f"device_preprocess[compute_90]: miss: changed: {tmp_path}/h90.h" in err
+    assert "device_preprocess[compute_80]: hit" in err and "host_preprocess: hit" in err
+    assert "cicc[compute_80]: hit" in err and "cicc[compute_90]: miss" in err
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    run_nvcc(sdk, [*flags, "-o", str(tmp_path / "nvcc.o"), "--keep", "--keep-dir", str(keep)])
+    assert changed == (tmp_path / "nvcc.o").read_bytes()
+    assert (tmp_path / "changed.d").read_text().replace("changed.o", "X") == (
+        tmp_path / "nvcc.d"
+    ).read_text().replace("nvcc.o", "X")
+    (tmp_path / "h90.h").write_text("#define V 90\n")
+    err, _ = build("back")
+    assert "miss" not in err
 
 
 def test_passthrough_ptx_lib_link_and_unknown_flags(sdk, tmp_path):

@@ -25,6 +25,7 @@ import dataclasses
 import fcntl
 import hashlib
 import io
+import json
 import os
 import re
 import shlex
@@ -42,10 +43,19 @@ from cuda_split.step import StepCommand
 
 PROG = "nvcc-split"
 
-# Step kinds whose outputs are cached: their inputs are files of the plan alone (the
-# preprocessors read headers that only their output names, and the host compile reads
-# SDK headers), so a key made of the argv and the input files' digests is complete.
+# Step kinds whose outputs are cached by a key of their argv and their input files'
+# digests: they read files of the plan alone.
 CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
+# Preprocessors read the source and headers that only their output names: they are
+# cached like ccache's direct mode. A manifest, keyed by the argv, lists the files the
+# last output named, with their digests; the output's key adds those digests. (Like
+# ccache, a header newly created earlier on the include path goes unseen.) The host
+# compile reads SDK headers no output lists: it always runs.
+PREPROCESS_KINDS = (planlib.DEVICE_PREPROCESS, planlib.HOST_PREPROCESS)
+# Header sets a preprocess manifest remembers.
+MANIFEST_VARIANTS = 8
+# Sources that use these are not cached: their output changes with the clock.
+_TIME_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
 
 # Environment lines of nvcc's plan that are not paths and may change a step's output.
 _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS_FLAGS")
@@ -463,6 +473,9 @@ class Runner:
         self.libdevice = ""
         if env.get("NVVMIR_LIBRARY_DIR"):
             self.libdevice = env["NVVMIR_LIBRARY_DIR"]
+        # (path, mtime_ns, size) -> (sha256, uses a time macro), for headers.
+        self._digests: dict[tuple[str, int, int], tuple[str, bool]] = {}
+        self._compilers: dict[str, str] = {}
 
     # -- keys -----------------------------------------------------------------------
 
@@ -493,6 +506,37 @@ class Runner:
             if name.endswith(".bc")
         }
 
+    def _file_digest(self, path: str) -> tuple[str, bool] | None:
+        """(sha256, whether it names __DATE__/__TIME__/__TIMESTAMP__), None if no file."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        ident = (path, st.st_mtime_ns, st.st_size)
+        found = self._digests.get(ident)
+        if found is None:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                return None
+            found = (hashlib.sha256(data).hexdigest(), any(m in data for m in _TIME_MACROS))
+            self._digests[ident] = found
+        return found
+
+    def _compiler_proper(self, driver: str) -> str:
+        """The digest of the cc1plus that the host compiler driver runs."""
+        if driver not in self._compilers:
+            digest = ""
+            proc = subprocess.run([driver, "-print-prog-name=cc1plus"], capture_output=True,
+                                  text=True, check=False)  # fmt: skip
+            path = proc.stdout.strip()
+            if proc.returncode == 0 and os.path.isabs(path) and os.path.isfile(path):
+                assert self.cache is not None
+                digest = self.cache.tool_digest(path)
+            self._compilers[driver] = digest
+        return self._compilers[driver]
+
     # -- one node -------------------------------------------------------------------
 
     def run_node(self, node: Node) -> Node:
@@ -500,6 +544,8 @@ class Runner:
         try:
             if self.cache is not None and node.step.kind in CACHED_KINDS:
                 self._run_cached(node)
+            elif self.cache is not None and node.step.kind in PREPROCESS_KINDS:
+                self._run_preprocess_cached(node)
             else:
                 self._execute(node)
         except OSError as e:
@@ -529,6 +575,63 @@ class Runner:
                 self._store(node)
         if node.rc == 0:
             self.cache.record_parts(ident, parts)
+
+    def _run_preprocess_cached(self, node: Node) -> None:
+        assert self.cache is not None
+        parts = self.key_parts(node)
+        parts["cwd"] = os.getcwd()  # line markers and include paths may be relative
+        parts["compiler"] = self._compiler_proper(node.cmd.argv[0])
+        manifest_key = cachelib.key_of({**parts, "manifest": True})
+        ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
+        manifest, why = self.cache.lookup(manifest_key)
+        if manifest is None:
+            if why.startswith("corrupt"):
+                node.explain = f"miss: the manifest was {why}; rebuilt and overwritten"
+            else:
+                last = self.cache.last_parts(ident)
+                node.explain = "miss: " + cachelib.explain_difference(last, parts)
+        else:
+            variants = _manifest_variants(manifest)
+            for n, deps in enumerate(variants):
+                changed = [p for p, d in deps if (self._file_digest(p) or ("",))[0] != d]
+                if changed:
+                    if n == 0:  # say what changed since the latest variant
+                        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+                        node.explain = "miss: changed: " + ", ".join(changed[:3]) + more
+                    continue
+                node.key = cachelib.key_of({"manifest": manifest_key, "deps": deps})
+                entry, why = self.cache.lookup(node.key)
+                if entry is not None and self._restore(node, entry):
+                    node.cache = node.explain = "hit"
+                    self.cache.record_parts(ident, parts)
+                    return
+                node.explain = f"miss: the output's entry is {why}"
+                break
+        node.cache = "miss"
+        self._execute(node)
+        if node.rc != 0:
+            return
+        self.cache.record_parts(ident, parts)
+        deps = []
+        for path in node.outputs.values():
+            for name, _ in included_files(path):
+                found = self._file_digest(name)
+                if found is None or found[1]:
+                    why = "uses a time macro" if found else "is not a file"
+                    node.explain += f"; not cached: {name} {why}"
+                    return
+                deps.append((name, found[0]))
+        node.key = cachelib.key_of({"manifest": manifest_key, "deps": deps})
+        self._store(node)
+        # The newest variant first; a few older ones, so that switching a header back
+        # and forth (a branch change) hits.
+        current, _ = self.cache.lookup(manifest_key)
+        older = _manifest_variants(current) if current is not None else []
+        kept = [deps, *[v for v in older if v != deps]][:MANIFEST_VARIANTS]
+        listing = json.dumps(kept).encode()
+        n = self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})
+        with self._lock:
+            self.bytes_added += n
 
     def _restore(self, node: Node, entry: cachelib.Entry) -> bool:
         if set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
@@ -607,6 +710,15 @@ class Runner:
             _replay(first)
             return first.rc or 1
         return 0
+
+
+def _manifest_variants(entry: cachelib.Entry) -> list[list[tuple[str, str]]]:
+    """The header sets of a preprocess manifest, newest first."""
+    try:
+        variants = json.loads(entry.files.get("@manifest", b"[]"))
+        return [[(str(p), str(d)) for p, d in v] for v in variants]
+    except (ValueError, TypeError):
+        return []
 
 
 def _replay(node: Node) -> None:
