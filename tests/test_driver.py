@@ -126,6 +126,15 @@ def test_split_command_line(argv, driver_args, compiler, nvcc_args):
     assert driver.split_command_line(argv) == (driver_args, compiler, nvcc_args)
 
 
+def test_strip_redirections():
+    step = planlib.Step("ptxas", ["ptxas", "-arch=sm_90", "x.ptx", "-o", "x.cubin", ">",
+                                  "/tmp/out", "2>/tmp/err"])  # fmt: skip
+    driver.strip_redirections(step)
+    assert step.argv == ["ptxas", "-arch=sm_90", "x.ptx", "-o", "x.cubin"]
+    with pytest.raises(driver.Unsplittable):
+        driver.strip_redirections(planlib.Step("ptxas", ["ptxas", "x", "|", "tee"]))
+
+
 def test_plan_dep_file_pseudo_step():
     text = (
         "#$ _HERE_=/sdk/bin\n"
@@ -271,6 +280,10 @@ CASES = {
     ),  # fmt: skip
     "add-rdc": ("examples/multi/add.cu", ["-arch", "sm_90", "-rdc=true"]),
     "scale-O3-lineinfo": ("examples/multi/scale.cu", ["-arch=sm_90", "-O3", "-lineinfo"]),
+    "reduce-threads-mixed-arch-flags": (
+        "examples/multi/reduce.cu",
+        ["-gencode", "arch=compute_80,code=[sm_80,sm_86]", "-arch=sm_90", "-t", "2"],
+    ),
     "main-cmake-style": (
         "examples/multi/main.cu",
         ["-forward-unknown-to-host-compiler", "-DNDEBUG", "-O3", "-std=c++17",

@@ -386,6 +386,29 @@ def _mentioned(argv: Sequence[str]) -> list[str]:
     return [m.group(0) for a in argv for m in _KEEP_PATH.finditer(a)]
 
 
+_REDIRECT = re.compile(r"^[12]?>>?(.*)$")
+_SHELL_OPERATORS = {"|", "||", "&&", ";", "&", "<"}
+
+
+def strip_redirections(step: planlib.Step) -> None:
+    """Drop the `> FILE 2> FILE` nvcc adds to its commands under `-t N` (it prints the
+    files afterwards; the driver captures the output itself). Other shell syntax: raise."""
+    argv: list[str] = []
+    skip = False
+    for tok in step.argv:
+        if skip:
+            skip = False
+            continue
+        m = _REDIRECT.match(tok)
+        if m:
+            skip = not m.group(1)
+            continue
+        if tok in _SHELL_OPERATORS:
+            raise Unsplittable(f"a command of nvcc's plan uses the shell: {tok}")
+        argv.append(tok)
+    step.argv = argv
+
+
 def build_dag(
     plan: planlib.Plan, work_dir: str, nvcc_in_plan: str
 ) -> tuple[list[Node], dict[str, str]]:
@@ -409,6 +432,7 @@ def build_dag(
     nodes: list[Node] = []
     writer: dict[str, int] = {}  # role -> node
     for i, step in enumerate(plan.steps):
+        strip_redirections(step)
         for path in _mentioned(step.argv):
             if path not in plan.roles:
                 raise Unsplittable(f"no role for {path} in nvcc's plan")
