@@ -280,8 +280,9 @@ def execute(
         if not os.path.isfile(path) or os.path.getsize(path) == 0:
             print(f"cuda_split: {label} exited 0 but wrote no {path}", file=sys.stderr)
             return 1
-    if step.kind == planlib.CICC and not args.keep_cwd_in_debug_paths:
-        _strip_cwd_from_ptx(files[f"ptx:{step.arch}"])
+    ptx = files.get(f"ptx:{step.arch}")
+    if step.kind == planlib.CICC and ptx and not args.keep_cwd_in_debug_paths:
+        _strip_cwd_from_ptx(ptx)
     return 0
 
 

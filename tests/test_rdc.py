@@ -1,0 +1,147 @@
+"""Relocatable device code: per-arch relocatable cubins and LTO-IR equal nvcc's
+`-rdc=true --keep` files; the per-arch device link equals `nvcc -dlink`; and a binary that
+links rdc code without a device link fails naming what is missing."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from bazel_util import bazel
+from fidelity.harness import HOST_COMPILER, REPO, nvcc_compile, split_compile
+
+SOURCES = ["tests/rdc/kernel.cu", "tests/rdc/helper.cu"]
+TOOLS = REPO / "tools"
+
+
+def _nvcc(sdk: pathlib.Path, *args: str) -> None:
+    subprocess.run(
+        [str(sdk / "bin" / "nvcc"), "-ccbin", HOST_COMPILER, *args],
+        cwd=REPO, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _step(sdk: pathlib.Path, *args: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(TOOLS))
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuda_split.step", "--nvcc", str(sdk / "bin" / "nvcc"),
+         "--host-compiler", HOST_COMPILER, *args],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def _gencodes(spec: list[tuple[str, str]]) -> list[str]:
+    return [f"-gencode=arch={v},code={c}" for v, c in spec]
+
+
+@pytest.fixture(scope="module")
+def compiled(sdk: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Both sources compiled -rdc for sm_80 + sm_90, by the split and by nvcc --keep."""
+    tmp = tmp_path_factory.mktemp("rdc")
+    split, nvcc, keep = {}, {}, tmp / "keep"
+    for src in SOURCES:
+        stem = pathlib.Path(src).stem
+        split[stem] = split_compile(
+            sdk, src, "sm_80,sm_90", ["-rdc=true"], tmp / "split" / stem,
+            orig_src_path_name=str(REPO / src),
+        ).paths  # fmt: skip
+        nvcc[stem] = nvcc_compile(sdk, src, "sm_80,sm_90", ["-rdc=true"], keep)
+    return {"tmp": tmp, "split": split, "nvcc": nvcc, "keep": keep}
+
+
+def test_relocatable_cubins_equal_nvcc(compiled: dict) -> None:
+    for stem, paths in compiled["split"].items():
+        kept = compiled["nvcc"][stem].paths
+        for role in ["cubin:sm_80", "cubin:sm_90", "ptx:compute_80", "ptx:compute_90", "module_id"]:
+            assert paths[role].read_bytes() == kept[role].read_bytes(), (stem, role)
+
+
+def test_per_arch_device_link_equals_nvcc_dlink(sdk: pathlib.Path, compiled: dict) -> None:
+    tmp, split = compiled["tmp"], compiled["split"]
+
+    def per_source(flag: str, role: str) -> list[str]:
+        return [a for s in SOURCES for a in (flag, str(split[pathlib.Path(s).stem][role]))]
+
+    out = tmp / "link"
+    out.mkdir()
+    objects = [str(compiled["nvcc"][pathlib.Path(s).stem].obj) for s in SOURCES]
+    for virtual, real in [("compute_80", "sm_80"), ("compute_90", "sm_90")]:
+        # The split: nvlink reads only this arch's cubins.
+        _step(sdk, "--kind", "nvlink", "--arch", real,
+              *per_source("--link-input", f"cubin:{real}"),
+              f"--file=linked:{real}={out / (real + '.cubin')}",
+              f"--nvcc-flag=-gencode=arch={virtual},code={real}")  # fmt: skip
+        # nvcc: the same arch, from the host objects (which carry every arch).
+        nvcc_dir = tmp / f"nvcc-{real}"
+        nvcc_dir.mkdir()
+        _nvcc(sdk, "--keep", "--keep-dir", str(nvcc_dir), "-dlink", *objects,
+              "-o", str(nvcc_dir / "dlink.o"), f"-gencode=arch={virtual},code={real}")  # fmt: skip
+        assert (out / (real + ".cubin")).read_bytes() == (nvcc_dir / "dlink.cubin").read_bytes()
+        if real == "sm_90":
+            # The registration file: one entry per module, from the .module_id files.
+            _step(sdk, "--kind", "register",
+                  *per_source("--module-id-file", "module_id"),
+                  f"--file=reg.c={out / 'dlink.reg.c'}")  # fmt: skip
+            assert (out / "dlink.reg.c").read_text() == (nvcc_dir / "dlink.reg.c").read_text()
+
+    # nvcc -dlink for both archs at once passes nvlink -report-arch, which nvlink records
+    # in the cubin's .note.nv.tkinfo (its command line): the one difference from our
+    # per-arch nvlink. The code is the same.
+    both = tmp / "nvcc-both"
+    both.mkdir()
+    _nvcc(sdk, "--keep", "--keep-dir", str(both), "-dlink", *objects, "-o", str(both / "dlink.o"),
+          *_gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")]))  # fmt: skip
+    ours, theirs = out / "sm_90.cubin", both / "dlink.compute_90.cubin"
+    ours_sections, theirs_sections = _elf_sections(ours), _elf_sections(theirs)
+    assert b"-report-arch" in theirs_sections.pop(".note.nv.tkinfo")
+    assert b"-report-arch" not in ours_sections.pop(".note.nv.tkinfo")
+    assert ours_sections == theirs_sections
+
+
+def _elf_sections(path: pathlib.Path) -> dict[str, bytes]:
+    """Section name -> contents of an ELF64 little-endian file (cubins are)."""
+    data = path.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, path
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shentsize, shnum, shstrndx = (
+        int.from_bytes(data[o : o + 2], "little") for o in (0x3A, 0x3C, 0x3E)
+    )
+    headers = []
+    for i in range(shnum):
+        h = data[shoff + i * shentsize : shoff + (i + 1) * shentsize]
+        name, kind = int.from_bytes(h[0:4], "little"), int.from_bytes(h[4:8], "little")
+        offset = int.from_bytes(h[0x18:0x20], "little")
+        size = int.from_bytes(h[0x20:0x28], "little")
+        headers.append((name, kind, offset, size))
+    strtab = headers[shstrndx]
+    names = data[strtab[2] : strtab[2] + strtab[3]]
+    sections = {}
+    for name, kind, offset, size in headers[1:]:
+        label = names[name : names.index(b"\0", name)].decode()
+        sections[label] = b"" if kind == 8 else data[offset : offset + size]  # 8: NOBITS
+    return sections
+
+
+def test_lto_ir_equals_nvcc(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    src = SOURCES[0]
+    paths = split_compile(
+        sdk, src, "lto_90", ["-rdc=true"], tmp_path / "split", orig_src_path_name=str(REPO / src)
+    ).paths
+    kept = nvcc_compile(sdk, src, "lto_90", ["-rdc=true"], tmp_path / "keep").paths
+    # nvcc's cicc -lto writes kernel.ltoir, which the harness files under its cicc output.
+    assert kept["ptx:compute_90"].name.endswith(".ltoir")
+    assert paths["ltoir:compute_90"].read_bytes() == kept["ptx:compute_90"].read_bytes()
+
+
+def test_rdc_without_device_link_fails_naming_it() -> None:
+    proc = bazel("build", "//tests/rdc:main_no_dlink", check=False)
+    assert proc.returncode != 0
+    assert (
+        "undefined reference to "
+        "'rules_cuda_split_rdc_library_tests_rdc_kernel_needs_cuda_device_link_in_deps'"
+    ) in proc.stderr
