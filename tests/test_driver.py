@@ -135,6 +135,24 @@ def test_strip_redirections():
         driver.strip_redirections(planlib.Step("ptxas", ["ptxas", "x", "|", "tee"]))
 
 
+@pytest.mark.parametrize(
+    "argv, depends",
+    [
+        (["gcc", "-E", "-x", "c++", "-I/abs/inc", "-isystem", "/abs/sys", "-DX=a/b", "/abs/x.cu",
+          "-o", "/tmp/w/x.ii"], False),
+        (["gcc", "-E", "-I.", "/abs/x.cu", "-o", "/tmp/w/x.ii"], True),
+        (["gcc", "-E", "-isystem", "rel", "/abs/x.cu"], True),
+        (["gcc", "-E", "-include", "cuda_runtime.h", "/abs/x.cu"], False),
+        (["gcc", "-E", "x.cu"], True),
+        (["gcc", "-E", "-g", "/abs/x.cu"], True),
+    ],
+)  # fmt: skip
+def test_preprocess_depends_on_cwd(argv, depends, monkeypatch):
+    for var in ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    assert driver.preprocess_depends_on_cwd(argv) == depends
+
+
 def test_plan_dep_file_pseudo_step():
     text = (
         "#$ _HERE_=/sdk/bin\n"

@@ -548,6 +548,12 @@ class Runner:
             self._digests[ident] = found
         return found
 
+    def _dep_matches(self, path: str, digest: str) -> bool:
+        if path == _CWD_DEP:
+            return digest == os.getcwd()
+        found = self._file_digest(path)
+        return found is not None and found[0] == digest
+
     def _compiler_proper(self, driver: str) -> str:
         """The digest of the cc1plus that the host compiler driver runs."""
         if driver not in self._compilers:
@@ -603,8 +609,10 @@ class Runner:
     def _run_preprocess_cached(self, node: Node) -> None:
         assert self.cache is not None
         parts = self.key_parts(node)
-        parts["cwd"] = os.getcwd()  # line markers and include paths may be relative
         parts["compiler"] = self._compiler_proper(node.cmd.argv[0])
+        parts["compiler_env"] = {k: os.environ[k] for k in _COMPILER_ENV if k in os.environ}
+        if preprocess_depends_on_cwd(node.cmd.argv):
+            parts["cwd"] = os.getcwd()
         manifest_key = cachelib.key_of({**parts, "manifest": True})
         ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
         manifest, why = self.cache.lookup(manifest_key)
@@ -617,7 +625,7 @@ class Runner:
         else:
             variants = _manifest_variants(manifest)
             for n, deps in enumerate(variants):
-                changed = [p for p, d in deps if (self._file_digest(p) or ("",))[0] != d]
+                changed = [p for p, d in deps if not self._dep_matches(p, d)]
                 if changed:
                     if n == 0:  # say what changed since the latest variant
                         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
@@ -645,6 +653,10 @@ class Runner:
                     node.explain += f"; not cached: {name} {why}"
                     return
                 deps.append((name, found[0]))
+        if any(not os.path.isabs(name) for name, _ in deps):
+            # Found through the working directory (`-include x.h` looks there first):
+            # this header set holds only there.
+            deps.append((_CWD_DEP, os.getcwd()))
         node.key = cachelib.key_of({"manifest": manifest_key, "deps": deps})
         self._store(node)
         # The newest variant first; a few older ones, so that switching a header back
@@ -734,6 +746,49 @@ class Runner:
             _replay(first)
             return first.rc or 1
         return 0
+
+
+# Environment variables of the host compiler that change what it preprocesses.
+_COMPILER_ENV = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX",
+                 "COMPILER_PATH")
+# Host compiler options whose value is a path, and those whose value is not.
+# (`-include x.h` looks in the working directory first, then on the include path: the
+# manifest notes the working directory when a header was found through it.)
+_PATH_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-isysroot", "--sysroot",
+                 "-iprefix", "-o", "-MF")
+_VALUE_OPTIONS = ("-x", "-D", "-U", "-MT", "-MQ", "-Xpreprocessor", "-include", "-imacros")
+# The pseudo-file of a manifest's header set that holds in one working directory only.
+_CWD_DEP = "<cwd>"
+
+
+def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
+    """Whether a host compiler's `-E` may write something else in another working
+    directory: a relative source or include directory (line markers and lookups follow
+    it), -g (`# 1 "<cwd>//"`), or relative CPATH-like entries. CMake passes absolute
+    paths, so build directories share preprocessed sources."""
+    for var in _COMPILER_ENV:
+        if any(p and not os.path.isabs(p) for p in os.environ.get(var, "").split(":")):
+            return True
+    i = 1
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok in _PATH_OPTIONS or tok in _VALUE_OPTIONS:
+            value = argv[i] if i < len(argv) else ""
+            i += 1
+            if tok in _PATH_OPTIONS and not os.path.isabs(value):
+                return True
+        elif tok.startswith("-g") and not tok.startswith("-gno-"):
+            return True
+        elif tok.startswith("-"):
+            for opt in _PATH_OPTIONS:
+                if tok.startswith(opt) and len(tok) > len(opt) and opt != "-o":
+                    if not os.path.isabs(tok[len(opt):].lstrip("=")):
+                        return True
+                    break
+        elif not os.path.isabs(tok):
+            return True
+    return False
 
 
 def _manifest_variants(entry: cachelib.Entry) -> list[list[tuple[str, str]]]:
