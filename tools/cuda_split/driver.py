@@ -7,9 +7,12 @@ For the common case, one `.cu` compiled to an object (`-c`, `-dc`, `-dw`, whole-
 or `-rdc`, with or without `-MD`/`-MMD` dependency files), the driver asks the real nvcc
 for its plan of exactly that command (`nvcc --dryrun --keep --keep-dir KD <args>`, parsed
 by `cuda_split.plan`), maps the plan's steps to a DAG by the files they pass, and runs the
-steps on a pool of `-j` workers. cudafe++, cicc, ptxas and fatbinary results are kept in a
-local content-addressed cache (`cuda_split.cache`). Every command is nvcc's own, with only
-its intermediate files moved to a private directory: the outputs are nvcc's.
+steps on a pool of `-j` workers. The preprocessors', cudafe++'s, cicc's, ptxas's and
+fatbinary's results are kept in a local content-addressed cache (`cuda_split.cache`).
+Every command is nvcc's own, with only its intermediate files moved to a private
+directory under the names nvcc gives them with `--keep`: the object is byte for byte the
+one `nvcc --keep` writes (plain nvcc differs from it only by a temporary file's name in
+the host object's symbol table).
 
 Everything else (linking, `-dlink`, `-ptx`/`-cubin`/`-fatbin`, `-E`, `-M`, several
 inputs, `--keep`, `-v`, flags the driver cannot read, a plan it does not understand) runs
@@ -1102,6 +1105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return compile_split(opts, inv)
     except (Unsplittable, planlib.PlanError) as e:
         return passthrough(opts, args, str(e))
+    except Exception as e:  # a bug of the driver must not break the build: nvcc redoes it
+        _say(f"internal error, running nvcc instead: {type(e).__name__}: {e}")
+        return passthrough(opts, args, "internal error")
 
 
 if __name__ == "__main__":
