@@ -21,7 +21,7 @@ SDK_DIR="$ROOT/.sdk"
 CUDA_PATH_DIR="$SDK_DIR/nvidia/cu13"
 APT_PACKAGES=(
     bazel-bootstrap bazel-platforms bazel-rules-cc bazel-rules-java bazel-skylib
-    golang-go golang-starlark-dev binutils
+    golang-go golang-starlark-dev binutils cmake ninja-build
 )
 # Where Debian's packages put the repositories that Bazel would download.
 DEB_RULES_CC=/usr/share/bazel/rules/cc
@@ -123,6 +123,22 @@ EOF
     flags="$(pip_system_flags)"
     # shellcheck disable=SC2086  # $flags is empty or one flag
     python3 -m pip install -q --disable-pip-version-check $flags -r scripts/requirements-dev.txt
+}
+
+# The project's console scripts (nvcc-split, cuda-split), from tools/ in place.
+install_project() {
+    local stamp="$ROOT/.cache/project.stamp" want
+    want="$(sha256_of pyproject.toml)"
+    if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] && python3 -c 'import cuda_split' 2>/dev/null; then
+        return 0
+    fi
+    log "installing the cuda_split package (editable) and its console scripts"
+    local flags
+    flags="$(pip_system_flags)"
+    # shellcheck disable=SC2086  # $flags is empty or one flag
+    python3 -m pip install -q --disable-pip-version-check --no-deps $flags -e .
+    mkdir -p "$ROOT/.cache"
+    echo "$want" >"$stamp"
 }
 
 # rules_cc as packaged is newer than Bazel 4.2.3: two files load use_cpp_toolchain, which
@@ -245,6 +261,7 @@ build_starlark() {
 install_apt_packages
 install_cuda_wheels
 install_dev_tools
+install_project
 make_rules_cc
 make_remote_coverage_tools
 write_bazelrc_user

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -88,8 +89,12 @@ def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
 def test_two_checkouts_build_byte_identical_outputs(tmp_path: pathlib.Path) -> None:
     targets = ["//examples/...", "//tests/analysis:two_sources"]
     builds = []
+    # B is a copy of A, so both build the very same sources.
+    source = checkout_copy(tmp_path / "checkout-a")
     for name in ("checkout-a", "other-dir/checkout-b"):
-        work = checkout_copy(tmp_path / name)
+        work = tmp_path / name
+        if work != source:
+            shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns("bazel-*"))
         base = tmp_path / (name.replace("/", "_") + "-output-base")
         bazel("build", ARCHS + "sm_80,sm_90", *targets, cwd=work, output_base=base)
         info = bazel("info", "bazel-bin", ARCHS + "sm_80,sm_90", cwd=work, output_base=base)
