@@ -10,7 +10,7 @@ namespace examples {
 
 // Exit code of an example that could not run because no CUDA device is usable; scripts
 // and tests tell it from a wrong result (exit 1). 77 is the Automake "skipped" code.
-inline constexpr int kExitNoDevice = 77;
+constexpr int kExitNoDevice = 77;
 
 // Prints the failed call, where it was and CUDA's error, then exits with code 1.
 inline void check_cuda(cudaError_t err, const char* call, const char* file, int line) {

@@ -347,11 +347,16 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        return run(args)
-    except planlib.PlanError as e:
-        print(f"cuda_split: {e}", file=sys.stderr)
-        return 2
+    # nvcc (even --dryrun) writes /tmp/tmpxft_<pid>_* files; sandboxes with their own pid
+    # namespaces share /tmp, so concurrent actions would collide on those names. Give
+    # nvcc and the tools it plans a private TMPDIR.
+    with tempfile.TemporaryDirectory(prefix="cuda_split_tmp_") as tmp:
+        os.environ["TMPDIR"] = tmp
+        try:
+            return run(args)
+        except planlib.PlanError as e:
+            print(f"cuda_split: {e}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":
