@@ -9,6 +9,31 @@ load(":settings.bzl", "CudaArchsSettingInfo", "CudaCompileModeInfo")
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
 
+# What every rule that runs the step runner needs: the default archs, the runner, the
+# C++ toolchain (nvcc's host compiler) and the CUDA toolchain.
+STEP_RULE_ATTRS = {
+    "_archs": attr.label(
+        default = Label("//cuda:archs"),
+        providers = [CudaArchsSettingInfo],
+        doc = "The default arch spec.",
+    ),
+    "_step": attr.label(
+        default = Label("//tools:step"),
+        executable = True,
+        cfg = "exec",
+        doc = "The step runner (tools/cuda_split/step.py).",
+    ),
+    "_cc_toolchain": attr.label(
+        default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
+        doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
+    ),
+}
+
+STEP_RULE_TOOLCHAINS = [
+    TOOLCHAIN_TYPE,
+    "@bazel_tools//tools/cpp:toolchain_type",
+]
+
 # nvcc flags the rules set themselves; in copts they would break the split.
 _RESERVED_FLAGS = [
     "-arch",
@@ -236,7 +261,7 @@ cuda_library = rule(
           "(`compile_mode=split`), and gives `CcInfo` so `cc_library`/`cc_binary` can " +
           "depend on it. Output groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold " +
           "the device files.",
-    attrs = {
+    attrs = dict({
         "srcs": attr.label_list(
             allow_files = [".cu", ".cuh", ".h", ".hpp", ".inl"],
             doc = "`.cu` sources to compile; headers listed here are private to the target.",
@@ -284,30 +309,12 @@ cuda_library = rule(
             default = False,
             doc = "Link every object of this library into binaries, used or not.",
         ),
-        "_archs": attr.label(
-            default = Label("//cuda:archs"),
-            providers = [CudaArchsSettingInfo],
-            doc = "The default arch spec.",
-        ),
         "_compile_mode": attr.label(
             default = Label("//cuda:compile_mode"),
             providers = [CudaCompileModeInfo],
             doc = "split or mono.",
         ),
-        "_step": attr.label(
-            default = Label("//tools:step"),
-            executable = True,
-            cfg = "exec",
-            doc = "The step runner (tools/cuda_split/step.py).",
-        ),
-        "_cc_toolchain": attr.label(
-            default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
-            doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
-        ),
-    },
+    }, **STEP_RULE_ATTRS),
     fragments = ["cpp"],
-    toolchains = [
-        TOOLCHAIN_TYPE,
-        "@bazel_tools//tools/cpp:toolchain_type",
-    ],
+    toolchains = STEP_RULE_TOOLCHAINS,
 )

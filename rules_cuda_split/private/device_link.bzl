@@ -3,10 +3,9 @@
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
-load(":cuda_library.bzl", "TOOLCHAIN_TYPE", "resolve_archs")
+load(":cuda_library.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":plan.bzl", "file_name")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
-load(":settings.bzl", "CudaArchsSettingInfo")
 
 _CollectedRdcInfo = provider(
     doc = "The aspect's result: the relocatable device code of a target and its deps.",
@@ -203,7 +202,7 @@ cuda_device_link = rule(
           "into an object. Put it in the `deps` of the `cc_binary`/`cc_test` that links " +
           "those libraries (`cuda_binary`/`cuda_test` add one themselves); it also " +
           "forwards its deps' `CcInfo`.",
-    attrs = {
+    attrs = dict({
         "deps": attr.label_list(
             aspects = [cuda_rdc_aspect],
             doc = "Targets whose relocatable device code to link (through `cc_library` too).",
@@ -212,25 +211,7 @@ cuda_device_link = rule(
             doc = "Archs to link for, overriding --@rules_cuda_split//cuda:archs; every " +
                   "relocatable library must have code for each.",
         ),
-        "_archs": attr.label(
-            default = Label("//cuda:archs"),
-            providers = [CudaArchsSettingInfo],
-            doc = "The default arch spec.",
-        ),
-        "_step": attr.label(
-            default = Label("//tools:step"),
-            executable = True,
-            cfg = "exec",
-            doc = "The step runner.",
-        ),
-        "_cc_toolchain": attr.label(
-            default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
-            doc = "The C++ toolchain.",
-        ),
-    },
+    }, **STEP_RULE_ATTRS),
     fragments = ["cpp"],
-    toolchains = [
-        TOOLCHAIN_TYPE,
-        "@bazel_tools//tools/cpp:toolchain_type",
-    ],
+    toolchains = STEP_RULE_TOOLCHAINS,
 )
