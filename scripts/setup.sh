@@ -266,4 +266,8 @@ make_rules_cc
 make_remote_coverage_tools
 write_bazelrc_user
 build_starlark
+# --- REAPI test backend (tests/reapi/, scripts/reapi_backend.sh): postgresql-15 and
+# BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone.
+bash "$ROOT/scripts/reapi_setup.sh"
+
 log "ready (CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/})"
