@@ -1,0 +1,228 @@
+"""`cuda-split explain` and `cuda-split arch-list` on small synthetic execution logs."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import pytest
+
+from cuda_split import explain
+
+BIN = "bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x"
+
+
+def _spawn(
+    mnemonic: str,
+    outputs: list[str],
+    params: str,
+    inputs: dict[str, str],
+    *,
+    hit: bool = False,
+    progress: str = "",
+    env: dict[str, str] | None = None,
+) -> dict[str, object]:
+    return {
+        "commandArgs": ["bazel-out/k8-opt-exec-1/bin/tools/step", f"@{params}"],
+        "environmentVariables": [
+            {"name": k, "value": v} for k, v in (env or {"PATH": "/bin:/usr/bin"}).items()
+        ],
+        "platform": {"properties": [{"name": "OSFamily", "value": "linux"}]},
+        "inputs": [
+            {"path": p, "digest": {"hash": h, "sizeBytes": "10", "hashFunctionName": "SHA-256"}}
+            for p, h in {params: f"params-{params}", **inputs}.items()
+        ],
+        "listedOutputs": outputs,
+        "mnemonic": mnemonic,
+        "progressMessage": progress,
+        "runner": "remote cache hit" if hit else "linux-sandbox",
+        "remoteCacheHit": hit,
+    }
+
+
+def _write_log(path: pathlib.Path, spawns: list[dict[str, object]]) -> None:
+    # Bazel 4.2.3: pretty-printed objects one after another, not an array.
+    path.write_text("".join(json.dumps(s, indent=2) + "\n" for s in spawns))
+
+
+def _execroot(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+PRE_PARAMS = f"{BIN}/x.compute_90.cpp1.ii-0.params"
+CICC_PARAMS = f"{BIN}/x.compute_90.ptx-0.params"
+PTXAS_PARAMS = f"{BIN}/x.sm_90.cubin-0.params"
+II = f"{BIN}/x.compute_90.cpp1.ii"
+PTX = f"{BIN}/x.compute_90.ptx"
+
+
+def _builds(tmp_path: pathlib.Path, *, cicc_input_changes: bool) -> tuple[list[str], pathlib.Path]:
+    """Two builds: A with sm_80,sm_90, B with sm_90; returns the CLI args and the dir."""
+    pre_a = "--kind\ndevice_preprocess\n--arch\ncompute_90\n--src\npkg/x.cu\n" + (
+        "--nvcc-flag=-gencode=arch=compute_80,code=[sm_80]\n"
+        "--nvcc-flag=-gencode=arch=compute_90,code=[sm_90]\n"
+    )
+    pre_b = "--kind\ndevice_preprocess\n--arch\ncompute_90\n--src\npkg/x.cu\n" + (
+        "--nvcc-flag=-gencode=arch=compute_90,code=[sm_90]\n"
+    )
+    cicc = "--kind\ncicc\n--arch\ncompute_90\n--src\npkg/x.cu\n"
+    ptxas = "--kind\nptxas\n--arch\nsm_90\n--src\npkg/x.cu\n"
+    ii_a = '# 0 "pkg/x.cu"\nnamespace CUB_300001_SM_800_900 {}\n'
+    ii_b = '# 0 "pkg/x.cu"\nnamespace CUB_300001_SM_900 {}\n'
+    if not cicc_input_changes:
+        ii_b = ii_a = '# 0 "pkg/x.cu"\n__global__ void k() {}\n'
+    root_a = _execroot(
+        tmp_path / "a", {PRE_PARAMS: pre_a, CICC_PARAMS: cicc, PTXAS_PARAMS: ptxas, II: ii_a}
+    )
+    root_b = _execroot(
+        tmp_path / "b", {PRE_PARAMS: pre_b, CICC_PARAMS: cicc, PTXAS_PARAMS: ptxas, II: ii_b}
+    )
+    a = [
+        _spawn("CudaDevicePreprocess", [II], PRE_PARAMS, {"pkg/x.cu": "src"}),
+        _spawn("CudaCicc", [PTX], CICC_PARAMS, {II: "ii-a"}),
+        _spawn("CudaPtxas", [f"{BIN}/x.sm_90.cubin"], PTXAS_PARAMS, {PTX: "ptx-a"}),
+        _spawn("CudaPtxas", [f"{BIN}/x.sm_80.cubin"], PTXAS_PARAMS, {PTX: "ptx80"}),
+        _spawn("CppLink", ["bazel-out/k8-fastbuild/bin/pkg/app"], "link.params", {}),
+    ]
+    changed = cicc_input_changes
+    b = [
+        # The params file (the step's argv) differs: one gencode less.
+        _spawn("CudaDevicePreprocess", [II], PRE_PARAMS, {"pkg/x.cu": "src"}),
+        _spawn(
+            "CudaCicc", [PTX], CICC_PARAMS, {II: "ii-b" if changed else "ii-a"}, hit=not changed
+        ),
+        _spawn("CudaPtxas", [f"{BIN}/x.sm_90.cubin"], PTXAS_PARAMS, {PTX: "ptx-a"}, hit=True),
+    ]
+    # The params digests of A and B differ only for the preprocessor (its content).
+    b[0]["inputs"][0]["digest"]["hash"] = "params-b"  # type: ignore[index]
+    _write_log(tmp_path / "a.json", a)
+    _write_log(tmp_path / "b.json", b)
+    args = [
+        "explain",
+        str(tmp_path / "a.json"),
+        str(tmp_path / "b.json"),
+        f"--old-execroot={root_a}",
+        f"--new-execroot={root_b}",
+        f"--json={tmp_path / 'rows.json'}",
+    ]
+    return args, tmp_path
+
+
+def test_read_log_accepts_concatenated_objects_and_arrays(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "stream.json").write_text('{"mnemonic": "A"}\n{\n "mnemonic": "B"\n}\n')
+    (tmp_path / "array.json").write_text('[{"mnemonic": "A"}, {"mnemonic": "B"}]')
+    for name in ("stream.json", "array.json"):
+        assert [s["mnemonic"] for s in explain.read_log(str(tmp_path / name))] == ["A", "B"]
+    (tmp_path / "bad.json").write_text('{"mnemonic": "A"} nonsense')
+    with pytest.raises(ValueError, match="not an execution log"):
+        explain.read_log(str(tmp_path / "bad.json"))
+
+
+def test_hits_and_misses_with_the_differing_argument(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, out = _builds(tmp_path, cicc_input_changes=False)
+    assert explain.main(args) == 0
+    table = capsys.readouterr().out
+    rows = {(r["mnemonic"], r["arch"]): r for r in json.loads((out / "rows.json").read_text())}
+    # Only CUDA actions, only B's.
+    assert set(rows) == {
+        ("CudaDevicePreprocess", "compute_90"),
+        ("CudaCicc", "compute_90"),
+        ("CudaPtxas", "sm_90"),
+    }
+    assert rows[("CudaCicc", "compute_90")]["hit"] and rows[("CudaPtxas", "sm_90")]["hit"]
+    pre = rows[("CudaDevicePreprocess", "compute_90")]
+    assert not pre["hit"] and pre["source"] == "pkg/x.cu"
+    assert pre["reasons"] == [
+        "arguments (params file x.compute_90.cpp1.ii-0.params): other build only: "
+        "--nvcc-flag=-gencode=arch=compute_80,code=[sm_80]"
+    ]
+    assert re.search(r"^  CudaCicc +compute_90 +1/1$", table, re.M), table
+    assert re.search(r"^  CudaDevicePreprocess +compute_90 +0/1$", table, re.M), table
+    assert re.search(r"^  all CUDA actions +2/3$", table, re.M), table
+
+
+def test_cicc_miss_names_the_changed_input_and_cccl(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, out = _builds(tmp_path, cicc_input_changes=True)
+    explain.main(args)
+    capsys.readouterr()
+    rows = {(r["mnemonic"], r["arch"]): r for r in json.loads((out / "rows.json").read_text())}
+    (reason,) = rows[("CudaCicc", "compute_90")]["reasons"]
+    assert reason.startswith(f"input {II}: content differs")
+    assert "CCCL namespaces CUB_300001_SM_800_900, CUB_300001_SM_900" in reason
+
+
+def test_without_execroots_a_params_difference_says_how_to_see_it(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, out = _builds(tmp_path, cicc_input_changes=False)
+    explain.main([a for a in args if not a.startswith(("--old-execroot", "--new-execroot"))])
+    capsys.readouterr()
+    rows = json.loads((out / "rows.json").read_text())
+    pre = next(r for r in rows if r["mnemonic"] == "CudaDevicePreprocess")
+    # Arch and source from the progress message when there is no params file to read.
+    assert "--materialize_param_files" in pre["reasons"][0]
+
+
+def test_other_differences_and_unmatched_actions() -> None:
+    base = _spawn("CudaPtxas", ["o/x.sm_90.cubin"], "p", {"x.ptx": "1", "gone.h": "2"})
+    other = _spawn(
+        "CudaPtxas",
+        ["o/x.sm_90.cubin"],
+        "p",
+        {"x.ptx": "1", "new.h": "3"},
+        env={"PATH": "/usr/bin", "LANG": "C"},
+        progress="Assembling pkg/x.cu for sm_90 (ptxas)",
+    )
+    lonely = _spawn(
+        "CudaCicc",
+        ["o/y.compute_75.ptx"],
+        "q",
+        {},
+        progress="Compiling pkg/y.cu for compute_75 (cicc)",
+    )
+    same = _spawn("CudaFatbinary", ["o/x.fatbin.c"], "r", {})
+    rows = explain.explain(
+        [explain.Spawn(base), explain.Spawn(same)],
+        [explain.Spawn(other), explain.Spawn(lonely), explain.Spawn(same)],
+    )
+    by = {r.mnemonic: r for r in rows}
+    assert by["CudaPtxas"].arch == "sm_90" and by["CudaPtxas"].source == "pkg/x.cu"
+    assert by["CudaPtxas"].reasons == [
+        "environment: LANG='<unset>' -> 'C', PATH='/bin:/usr/bin' -> '/usr/bin'",
+        "input gone.h: only in the other build",
+        "input new.h: only in this build",
+    ]
+    assert by["CudaCicc"].reasons == ["no such action in the other build"]
+    assert by["CudaCicc"].arch == "compute_75" and by["CudaCicc"].source == "pkg/y.cu"
+    assert "same action key" in by["CudaFatbinary"].reasons[0]
+
+
+def test_arch_list_report_per_target(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = '# 0 "pkg/a.cu"\n'
+    files = {
+        "pkg/_cuda/lib/a/a.compute_90.cpp1.ii": a + "namespace THRUST_300001_SM_900_NS {}",
+        "pkg/_cuda/lib/a/a.compute_80.cpp1.ii": a + "namespace CUB_300001_SM_800_900 {}",
+        "pkg/_cuda/lib/sub/b/b.compute_90.cpp1.ii": '# 0 "pkg/sub/b.cu"\n__global__ void k() {}',
+        "other/_cuda/plain/c/c.compute_90.cpp1.ii": '# 0 "other/c.cu"\nint x;',
+    }
+    _execroot(tmp_path, files)
+    assert explain.main(["arch-list", str(tmp_path), f"--json={tmp_path / 'uses.json'}"]) == 0
+    out = capsys.readouterr().out
+    assert "//other:plain: none of 1 sources depends on the arch list" in out
+    assert "//pkg:lib: 1 of 2 sources depend on the arch list" in out
+    assert "  pkg/a.cu: CUB_300001_SM_800_900, THRUST_300001_SM_900_NS" in out
+    uses = json.loads((tmp_path / "uses.json").read_text())
+    assert {(u["target"], u["source"], u["arch"]) for u in uses} >= {
+        ("//pkg:lib", "pkg/sub/b.cu", "compute_90"),
+        ("//pkg:lib", "pkg/a.cu", "compute_80"),
+    }
