@@ -1,0 +1,1 @@
+"""Fidelity checks: the split steps write the same files as nvcc itself."""
