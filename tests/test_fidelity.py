@@ -190,6 +190,8 @@ def test_split_matches_nvcc(
     assert harness.list_images(cuobjdump, pair.split.paths["obj"]) == harness.list_images(
         cuobjdump, pair.nvcc.obj
     )
+    # The objects are nvcc's, byte for byte, exactly when what they embed is.
+    assert harness.same_object(pair) == harness.same_object_expected(pair)
 
     if fs.debug:
         # With the working directory kept, PTX and cubins are nvcc's, byte for byte.

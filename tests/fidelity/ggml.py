@@ -87,4 +87,6 @@ def check_file(
     assert harness.list_images(cuobjdump, pair.split.paths["obj"]) == harness.list_images(
         cuobjdump, pair.nvcc.obj
     )
+    # The objects are nvcc's, byte for byte, exactly when the cubins and module id are.
+    assert harness.same_object(pair) == harness.same_object_expected(pair)
     return pair

@@ -206,6 +206,9 @@ def parse_keep_names(dryrun: str, base: pathlib.Path) -> NvccResult:
             mid = _value(argv, "--module_id_file_name")
             if mid:
                 paths["module_id"] = base / mid
+            gen_c = _value(argv, "--gen_c_file_name")
+            if gen_c:
+                paths["cudafe1.cpp"] = base / gen_c
         elif tool == "cicc":
             arch = _value(argv, "-arch") or ""
             assert out, line
@@ -301,16 +304,16 @@ def compile_both(
     """Split and nvcc compilations of `src`, side by side (nvcc runs while the split does).
 
     `orig_src_path_name` defaults to the source's realpath, which is what nvcc uses ("":
-    the step's own default). `nvcc_names`: name the split's PTX and cubins as nvcc names
-    its kept files (with -G, ptxas writes its command line, file names included, into the
-    cubin).
+    the step's own default). The split's `.cudafe1.cpp` gets the name of nvcc's kept one
+    (the host compiler writes it into the object: `x.compute_90.cudafe1.cpp` for several
+    gencodes). `nvcc_names`: so do the PTX and cubins (with -G, ptxas writes its command
+    line, file names included, into the cubin).
     """
     if orig_src_path_name is None:
         orig_src_path_name = os.path.realpath(cwd / src)
-    names = {}
-    if nvcc_names:
-        kept = nvcc_keep_names(sdk, src, spec, flags, tmp / "nvcc", cwd=cwd)
-        names = {r: p.name for r, p in kept.paths.items() if r.split(":")[0] in ("ptx", "cubin")}
+    kept = nvcc_keep_names(sdk, src, spec, flags, tmp / "nvcc", cwd=cwd)
+    renamed = ("cudafe1.cpp", "ptx", "cubin") if nvcc_names else ("cudafe1.cpp",)
+    names = {r: p.name for r, p in kept.paths.items() if r.split(":")[0] in renamed}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         nvcc_future = pool.submit(nvcc_compile, sdk, src, spec, flags, tmp / "nvcc", cwd=cwd)
         split = split_compile(
@@ -321,6 +324,22 @@ def compile_both(
         )  # fmt: skip
         nvcc = nvcc_future.result()
     return Pair(split=split, nvcc=nvcc, cwd=cwd)
+
+
+def same_object(pair: Pair) -> bool:
+    """Whether the split's object is nvcc's, byte for byte."""
+    return pair.split.paths["obj"].read_bytes() == pair.nvcc.obj.read_bytes()
+
+
+def same_object_expected(pair: Pair) -> bool:
+    """Whether the objects should be equal: the fatbinary's images are nvcc's, byte for
+    byte, and so is the module id where nvcc's object holds it (host stubs of
+    internal-linkage kernels, rdc registration)."""
+    images = [role for _, _, role in pair.nvcc.images]
+    if not all(ours == theirs for ours, theirs in map(pair.read, images)):
+        return False
+    ours_id, nvcc_id = pair.read("module_id")
+    return ours_id == nvcc_id or nvcc_id.strip() not in pair.nvcc.obj.read_bytes()
 
 
 def list_images(cuobjdump: pathlib.Path, obj: pathlib.Path) -> list[str]:
