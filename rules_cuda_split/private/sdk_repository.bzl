@@ -333,7 +333,7 @@ cc_library(
         inc = inc,
         lib = lib,
         libnvvm = _quote_list(sdk.libnvvm, 4),
-        layout_links = _quote_list(sdk.layout_links, 4),
+        layout_links = _quote_list(getattr(sdk, "layout_links", []), 4),
     ))
     for name in sorted(sdk.shared_libs.keys()):
         out.append("""
