@@ -16,19 +16,25 @@ host's CUDA installs, the project's SDK, nor the test's checkouts and output bas
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
-from reapi.backend import Backend, BackendError, default_hidden
+from cuda_split.explain import read_log
+from reapi.backend import Backend, BackendError, default_hidden, free_port
 
 pytestmark = pytest.mark.bazel
 
@@ -45,6 +51,8 @@ TARGETS = [
 MONO_TARGETS = ["//examples/saxpy:saxpy", "//examples/multi:vector_ops"]
 CCCL_SOURCES = {"examples/thrust/cub_reduce.cu", "examples/thrust/thrust_sort.cu"}
 COMMON = ["--jobs=3", "--materialize_param_files"]
+# Checkout 1, checkout 2 (another directory), and output bases "1", "2", "remote".
+Checkouts = tuple[pathlib.Path, pathlib.Path, dict[str, pathlib.Path]]
 
 
 @dataclasses.dataclass
@@ -59,7 +67,7 @@ class Build:
 
 
 @pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
     # Outside the pytest temp dir, which the workers hide (checkouts, output bases).
     root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-reapi-"))
     hide = default_hidden() + [str(tmp_path_factory.getbasetemp())]
@@ -74,7 +82,7 @@ def backend(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
 
 
 @pytest.fixture(scope="module")
-def checkouts(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def checkouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkouts]:
     base = tmp_path_factory.mktemp("reapi")
     one = checkout_copy(base / "checkout-1")
     two = checkout_copy(base / "elsewhere" / "checkout-2")
@@ -88,7 +96,11 @@ def checkouts(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 def _outputs(bin_dir: pathlib.Path, prefixes: tuple[str, ...] = ("examples/",)) -> dict[str, bytes]:
     found = {}
     for path in sorted(bin_dir.rglob("*")):
-        if path.is_symlink() or not path.is_file() or ".runfiles" in path.parts:
+        if (
+            path.is_symlink()
+            or not path.is_file()
+            or any(part.endswith(".runfiles") for part in path.parts)
+        ):
             continue
         rel = path.relative_to(bin_dir).as_posix()
         if not rel.startswith(prefixes):
@@ -108,10 +120,12 @@ def _build(
     targets: list[str] = TARGETS,
     check: bool = True,
 ) -> Build:
+    start = time.monotonic()
     proc = bazel(
         "build", *COMMON, f"--execution_log_json_file={log}", *flags, *targets,
         cwd=work, output_base=base, check=check,
     )  # fmt: skip
+    print(f"{log.name}: {time.monotonic() - start:.0f} s, {_summary_line(proc.stderr)}")
     execroot = pathlib.Path(
         bazel("info", "execution_root", cwd=work, output_base=base).stdout.strip()
     )
@@ -119,7 +133,7 @@ def _build(
     return Build(work, base, log, execroot, bin_dir, _outputs(bin_dir), proc.stderr)
 
 
-def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[str, object]]]:
+def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[str, Any]]]:
     proc = subprocess.run(
         [
             sys.executable, "-m", "cuda_split.explain", "explain", str(old.log), str(new.log),
@@ -131,11 +145,13 @@ def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[
     return proc.stdout, json.loads(out.read_text())
 
 
-def _spawns(log: pathlib.Path) -> list[dict[str, object]]:
-    sys.path.insert(0, str(REPO / "tools"))
-    from cuda_split.explain import read_log
-
+def _spawns(log: pathlib.Path) -> list[dict[str, Any]]:
     return read_log(str(log))
+
+
+def _absolute_paths(argv: list[str]) -> set[str]:
+    """Absolute paths in arguments, also inside `-Ifoo=/x`-like values."""
+    return {m.group(1) for a in argv for m in re.finditer(r"(?:^|[=,:])(/[^\s,:=]+)", a)}
 
 
 def _summary_line(stderr: str) -> str:
@@ -152,39 +168,414 @@ def _backend_logs(be: Backend) -> str:
 
 
 def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
-    backend: Backend, tmp_path: pathlib.Path
+    backend: Backend, checkouts
 ) -> None:
-    work = checkout_copy(tmp_path / "smoke")
-    base = tmp_path / "smoke-output-base"
+    work, _, bases = checkouts
+    # sm_86: no action key in common with the sharing builds that follow.
+    proc = bazel(
+        "build", "--jobs=3", *backend.remote_execution_flags(), ARCHS + "sm_86",
+        "//examples/saxpy:saxpy", cwd=work, output_base=bases["remote"], check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:] + _backend_logs(backend)
+    summary = _summary_line(proc.stderr)
+    assert re.search(r"\d+ remote\b", summary) and "sandbox" not in summary, summary
+
     # Actions that read SDK files they did not declare: the workers hide them.
-    probe = work / "probe"
-    probe.mkdir()
     sdk_nvcc = REPO / ".sdk" / "nvidia" / "cu13" / "bin" / "nvcc"
-    (probe / "BUILD.bazel").write_text(
-        f"""genrule(name = "sdk", outs = ["sdk.txt"], cmd = "ls -l {sdk_nvcc} > $@")
-genrule(name = "usr_local_cuda", outs = ["cuda.txt"], cmd = "ls /usr/local/cuda/bin/nvcc > $@")
-"""
+    probes = {"sdk": f"ls -l {sdk_nvcc}"}
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        probes["usr_local_cuda"] = "ls -l /usr/local/cuda/bin/nvcc"
+    (work / "probe").mkdir(exist_ok=True)
+    (work / "probe" / "BUILD.bazel").write_text(
+        "".join(
+            f'genrule(name = "{name}", outs = ["{name}.txt"], cmd = "{cmd} > $@")\n'
+            for name, cmd in probes.items()
+        )
     )
+    for name in probes:
+        target = f"//probe:{name}"
+        local = bazel("build", target, cwd=work, output_base=bases["remote"], check=False)
+        assert local.returncode == 0, f"{target} should build locally:\n{local.stderr[-2000:]}"
+        remote = bazel(
+            "build", *backend.remote_execution_flags(), "--noremote_accept_cached", target,
+            cwd=work, output_base=bases["remote"], check=False,
+        )  # fmt: skip
+        assert remote.returncode != 0, f"{target} read a hidden SDK file on a worker"
+        assert "No such file or directory" in remote.stderr, remote.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------------
+# sharing across checkouts, output bases and arch sets
+
+
+@pytest.fixture(scope="module")
+def build_a(
+    backend: Backend, checkouts: Checkouts, tmp_path_factory: pytest.TempPathFactory
+) -> Build:
+    one, _, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    return _build(
+        one, bases["1"], logs / "a.json", ARCHS + "sm_80,sm_90", *backend.remote_cache_flags()
+    )
+
+
+@pytest.fixture(scope="module")
+def build_b(
+    backend: Backend,
+    checkouts: Checkouts,
+    build_a: Build,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Build:
+    _, two, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    return _build(two, bases["2"], logs / "b.json", ARCHS + "sm_90", *backend.remote_cache_flags())
+
+
+def _print(capsys: pytest.CaptureFixture[str], title: str, text: str) -> None:
+    # Straight to the test log, whatever pytest captures.
+    with capsys.disabled():
+        print(f"\n===== {title}\n{text}", flush=True)
+
+
+def test_per_arch_actions_shared_across_builds(
+    build_a: Build, build_b: Build, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, rows = _explain(build_a, build_b, tmp_path / "split.json")
+    _print(capsys, "cuda-split explain A (sm_80,sm_90) -> B (sm_90), split", table)
+
+    def rows_of(mnemonic: str, arch: str, cccl: bool) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in rows
+            if (r["mnemonic"], r["arch"]) == (mnemonic, arch)
+            and (r["source"] in CCCL_SOURCES) == cccl
+        ]
+
+    cicc, ptxas = rows_of("CudaCicc", "compute_90", False), rows_of("CudaPtxas", "sm_90", False)
+    pre = rows_of("CudaDevicePreprocess", "compute_90", False)
+    # saxpy, 3 vector_ops sources, dynamic_parallelism, thrust's main.cu.
+    assert len(cicc) == len(ptxas) == len(pre) == 6, table
+    assert all(r["hit"] for r in cicc + ptxas), table
+    # Device preprocessing defines __CUDA_ARCH_LIST__ for all archs, as nvcc does: its
+    # command line names them, so it cannot hit across arch sets; its output does not
+    # change, hence the cicc hits above.
+    for r in pre:
+        assert not r["hit"], r
+        why = " ".join(r["reasons"])
+        assert "-gencode=arch=compute_80" in why, r
+    # The per-arch device link of the rdc binary.
+    nvlink = [r for r in rows if r["mnemonic"] == "CudaNvlink"]
+    assert nvlink and all(r["hit"] for r in nvlink), table
+    # CCCL: the device-preprocessed source names the arch list, so cicc misses.
+    cccl = rows_of("CudaCicc", "compute_90", True)
+    assert len(cccl) == 2 and not any(r["hit"] for r in cccl), table
+    for r in cccl:
+        assert "CCCL namespaces CUB_" in " ".join(r["reasons"]), r
+
+    # The per-target report flags exactly the CCCL sources.
+    report = subprocess.run(
+        [sys.executable, "-m", "cuda_split.explain", "arch-list", str(build_b.bin_dir)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+    ).stdout  # fmt: skip
+    _print(capsys, "cuda-split arch-list (build B)", report)
+    assert "//examples/thrust:thrust_cub_cuda: 2 of 3 sources depend on the arch list" in report
+    assert "//examples/saxpy:saxpy: none of 1 sources" in report
+    assert "examples/thrust/cub_reduce.cu: CUB_300001_SM_900" in report
+
+
+@pytest.fixture(scope="module")
+def mono_builds(
+    backend: Backend,
+    checkouts: Checkouts,
+    build_b: Build,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Build, Build]:
+    one, two, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    flags = [MONO, *backend.remote_cache_flags()]
+    a = _build(
+        one, bases["1"], logs / "mono-a.json", ARCHS + "sm_80,sm_90", *flags, targets=MONO_TARGETS
+    )
+    b = _build(two, bases["2"], logs / "mono-b.json", ARCHS + "sm_90", *flags, targets=MONO_TARGETS)
+    return a, b
+
+
+def test_mono_mode_shares_nothing_across_arch_sets(
+    mono_builds: tuple[Build, Build], tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = mono_builds
+    table, rows = _explain(a, b, tmp_path / "mono.json")
+    _print(capsys, "cuda-split explain A (sm_80,sm_90) -> B (sm_90), compile_mode=mono", table)
+    mono = [r for r in rows if r["mnemonic"] == "CudaCompileMono"]
+    assert len(mono) == 4 and not any(r["hit"] for r in mono), table
+    for r in mono:
+        assert "-gencode=arch=compute_80" in " ".join(r["reasons"]), r
+
+
+# ------------------------------------------------------------------------------------
+# remote execution
+
+
+@pytest.fixture(scope="module")
+def remote_build(
+    backend: Backend,
+    checkouts: Checkouts,
+    build_a: Build,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Build:
+    one, _, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    remote = _build(
+        one, bases["remote"], logs / "remote.json", ARCHS + "sm_80,sm_90",
+        *backend.remote_execution_flags(),
+        # Run everything on the workers: build A put these actions in the cache.
+        "--noremote_accept_cached", check=False,
+    )  # fmt: skip
+    assert "Build completed successfully" in remote.stderr, remote.stderr[-4000:] + _backend_logs(
+        backend
+    )
+    return remote
+
+
+def test_remote_execution_matches_local_build(remote_build: Build, build_a: Build) -> None:
+    remote = remote_build
+    summary = _summary_line(remote.stderr)
+    assert re.search(r"\d+ remote\b", summary), summary
+    assert not re.search(r"sandbox|local|worker\b", summary), summary
+    cuda = [s for s in _spawns(remote.log) if str(s.get("mnemonic", "")).startswith("Cuda")]
+    mnemonics = {str(s["mnemonic"]) for s in cuda}
+    assert {
+        "CudaDevicePreprocess",
+        "CudaCicc",
+        "CudaPtxas",
+        "CudaNvlink",
+        "CudaLinkStub",
+    } <= mnemonics
+    not_remote = [(s["mnemonic"], s.get("runner")) for s in cuda if s.get("runner") != "remote"]
+    assert not not_remote, not_remote
+    # Hermetic commands: an explicit environment, and no absolute path but the host
+    # compiler of the C++ toolchain (Bazel's autoconfigured one names /usr/bin/gcc).
+    for s in cuda:
+        argv = [str(a) for a in s["commandArgs"]]
+        for i in s["inputs"]:
+            if str(i["path"]).endswith(".params"):
+                argv += (remote.execroot / str(i["path"])).read_text().splitlines()
+        host_cc = {argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--host-compiler"}
+        absolute = _absolute_paths(argv) - host_cc
+        assert not absolute, (s["mnemonic"], absolute)
+        assert [e["name"] for e in s["environmentVariables"]] == ["PATH"], s["environmentVariables"]
+    # The output base also has the smoke test's sm_86 files: compare build A's.
+    missing = sorted(set(build_a.outputs) - set(remote.outputs))
+    assert not missing, missing
+    final = [k for k in build_a.outputs if not k.endswith(".ii")]
+    assert any(k.endswith(".cubin") for k in final) and any(k.endswith(".o") for k in final)
+    differ = [k for k in final if build_a.outputs[k] != remote.outputs[k]]
+    assert not differ, f"remote outputs differ from the local build: {differ}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="gcc -E canonicalizes system header paths when that makes them shorter "
+    "(-fcanonical-system-headers): locally the sandbox's symlinks lead to the SDK's real "
+    "path, e.g. '# 1 \"/work/main/.sdk/.../include/cooperative_groups.h\"' in "
+    "thrust_sort.cpp4.ii; on a worker the files are real and the relative path stays. "
+    "Objects, PTX and cubins are the same; the preprocessing steps need "
+    "-fno-canonical-system-headers (as Bazel's own C++ actions have).",
+)
+def test_preprocessed_sources_identical_remote_and_local(
+    remote_build: Build, build_a: Build
+) -> None:
+    ii = [k for k in build_a.outputs if k.endswith(".ii")]
+    differ = [k for k in ii if build_a.outputs[k] != remote_build.outputs[k]]
+    assert not differ, differ
+
+
+def _output_digests(log: pathlib.Path, mnemonic: str) -> dict[str, str]:
+    """Output path -> digest of the actions of `mnemonic` in an execution log."""
+    return {
+        str(o["path"]): str(o["digest"]["hash"])
+        for s in _spawns(log)
+        if s.get("mnemonic") == mnemonic
+        for o in s.get("actualOutputs", [])
+    }
+
+
+@pytest.fixture(scope="module")
+def remote_mono(
+    backend: Backend,
+    checkouts: Checkouts,
+    remote_build: Build,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Build:
+    one, _, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    return _build(
+        one, bases["remote"], logs / "remote-mono.json", ARCHS + "sm_80,sm_90", MONO,
+        *backend.remote_execution_flags(), "--noremote_accept_cached", targets=MONO_TARGETS,
+    )  # fmt: skip
+
+
+def test_remote_execution_mono_mode(remote_mono: Build, mono_builds: tuple[Build, Build]) -> None:
+    cuda = [s for s in _spawns(remote_mono.log) if str(s.get("mnemonic", "")).startswith("Cuda")]
+    assert len(cuda) == 4 and all(s.get("runner") == "remote" for s in cuda), [
+        (s["mnemonic"], s.get("runner")) for s in cuda
+    ]
+    local = _output_digests(mono_builds[0].log, "CudaCompileMono")
+    remote = _output_digests(remote_mono.log, "CudaCompileMono")
+    assert sorted(local) == sorted(remote)
+    # saxpy: every file of nvcc's plan, the object included. (vector_ops: next test.)
+    saxpy = [k for k in local if "/examples/saxpy/" in k]
+    assert len(saxpy) > 10 and all(local[k] == remote[k] for k in saxpy)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="compile_mode=mono with -lineinfo: nvcc's ptxas runs where the source is, "
+    "stats the file named by the PTX '.file' directive and writes its mtime into the "
+    "cubin's .debug_line file table; the mtime of a sandbox's symlink target and of a "
+    "worker's input file differ (split ptxas actions have no source: mtime 0). Needs "
+    "'.file N \"name\", 0, 0' in the PTX, or no source beside mono's ptxas.",
+)
+def test_remote_mono_lineinfo_cubins_identical(
+    remote_mono: Build, mono_builds: tuple[Build, Build]
+) -> None:
+    local = _output_digests(mono_builds[0].log, "CudaCompileMono")
+    remote = _output_digests(remote_mono.log, "CudaCompileMono")
+    differ = sorted(k for k in local if local[k] != remote[k])
+    assert not differ, differ
+
+
+# ------------------------------------------------------------------------------------
+# faults
+
+
+def test_killed_and_stopped_workers_do_not_fail_the_build(
+    backend: Backend, checkouts: Checkouts, tmp_path: pathlib.Path
+) -> None:
+    one, _, bases = checkouts
+    log = tmp_path / "build.log"
+    cmd = [
+        shutil.which("bazel") or "bazel", f"--output_base={bases['remote']}", "build", "--jobs=3",
+        *backend.remote_execution_flags(), "--noremote_accept_cached", ARCHS + "sm_75",
+        "//examples/multi:vector_ops",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEST_")}
+    with open(log, "w") as out:
+        build = subprocess.Popen(cmd, cwd=one, stdout=out, stderr=subprocess.STDOUT, env=env)
+        killed, stopped = None, None
+        deadline = time.monotonic() + 300
+        while build.poll() is None and time.monotonic() < deadline and stopped is None:
+            busy = [w for w in backend.busy_workers() if w is not killed]
+            if busy and killed is None:
+                killed = busy[0]
+                killed.signal_group(signal.SIGKILL)  # the worker and its action, no notice
+            elif busy:
+                stopped = busy[0]
+                stopped.popen.send_signal(signal.SIGTERM)
+            time.sleep(0.05)
+        assert killed is not None and stopped is not None, "no worker was seen running an action"
+        assert stopped.popen.wait(timeout=20) == 0, stopped.tail()
+        assert "terminated" in stopped.tail()
+        rc = build.wait(timeout=600)
+    text = log.read_text()
+    assert rc == 0, text[-4000:] + _backend_logs(backend)
+    assert "Build completed successfully" in text
+    # Replace them for the tests that follow.
+    backend.workers = [w for w in backend.workers if w.alive()]
+    backend.start_worker()
+    backend.start_worker()
+
+
+def test_backend_down_clear_error_and_local_fallback(checkouts: Checkouts) -> None:
+    one, _, bases = checkouts
+    dead = f"grpc://127.0.0.1:{free_port()}"
+    flags = [f"--remote_executor={dead}", "--remote_instance_name=main", ARCHS + "sm_86"]
+    down = bazel(
+        "build", *flags, "//examples/saxpy:saxpy", cwd=one, output_base=bases["remote"], check=False
+    )
+    assert down.returncode != 0
+    print(down.stderr[-1500:])
+    assert re.search(
+        r"UNAVAILABLE|Connection refused|Failed to query remote execution capabilities", down.stderr
+    ), down.stderr[-3000:]
+    fallback = bazel(
+        "build", *flags, "--remote_local_fallback", "//examples/saxpy:saxpy",
+        cwd=one, output_base=bases["remote"], check=False,
+    )  # fmt: skip
+    assert fallback.returncode == 0, fallback.stderr[-4000:]
+    assert "Build completed successfully" in fallback.stderr
+
+
+def _blob_path(backend: Backend, digest_hash: str) -> pathlib.Path:
+    path = backend.cas_dir / "cas" / "objects" / digest_hash[:2] / digest_hash[2:]
+    assert path.is_file(), path
+    return path
+
+
+def _corrupt(path: pathlib.Path) -> bytes:
+    """Flips the first byte of a CAS blob (same size); returns the good content."""
+    good = path.read_bytes()
+    path.chmod(0o644)
+    path.write_bytes(bytes([good[0] ^ 0xFF]) + good[1:])
+    return good
+
+
+def test_corrupted_cas_blob_is_detected_not_used(
+    backend: Backend,
+    checkouts: Checkouts,
+    build_b: Build,
+    mono_builds: tuple[Build, Build],
+    tmp_path: pathlib.Path,
+) -> None:
+    one, two, bases = checkouts
+    # An output of a cached action: the sm_90 cubin of saxpy.cu from builds A and B.
+    cubin = "examples/saxpy/_cuda/saxpy/saxpy/saxpy.sm_90.cubin"
+    path = _blob_path(backend, hashlib.sha256(build_b.outputs[cubin]).hexdigest())
+    good = _corrupt(path)
+    try:
+        bazel("clean", cwd=two, output_base=bases["2"])
+        b2 = _build(
+            two, bases["2"], tmp_path / "b2.json", ARCHS + "sm_90", *backend.remote_cache_flags(),
+            targets=["//examples/saxpy:saxpy"],
+        )  # fmt: skip
+    finally:
+        path.write_bytes(good)
+    print("\n".join(ln for ln in b2.stderr.splitlines() if "digest" in ln)[:800])
+    # Bazel checks what it downloads, and runs the action instead.
+    assert "does not match received digest" in b2.stderr, b2.stderr[-3000:]
+    assert b2.outputs[cubin] == good
+    ptxas = [
+        s
+        for s in _spawns(b2.log)
+        if s.get("mnemonic") == "CudaPtxas"
+        and any(str(o).endswith(cubin) for o in s.get("listedOutputs", []))
+    ]
+    assert ptxas and not ptxas[0].get("remoteCacheHit"), ptxas
+
+    # An input of a remote action, which Bazel does not upload again (the CAS has it):
+    # a worker checks every blob it fetches (and keeps only checked ones in its cache:
+    # drop this one from it).
+    digest = hashlib.sha256((one / "examples" / "saxpy" / "saxpy.cu").read_bytes()).hexdigest()
+    path = _blob_path(backend, digest)
+    for cached in (backend.root / "workers" / "cache").glob(f"{digest}_*"):
+        cached.unlink()
+    good = _corrupt(path)
+    flags = [*backend.remote_execution_flags(), "--noremote_accept_cached", ARCHS + "sm_87"]
     try:
         proc = bazel(
-            "build", "--jobs=3", *backend.remote_execution_flags(), ARCHS + "sm_90",
-            "//examples/saxpy:saxpy", cwd=work, output_base=base, check=False,
+            "build", *flags, "//examples/saxpy:saxpy",
+            cwd=one, output_base=bases["remote"], check=False,
         )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-4000:] + _backend_logs(backend)
-        summary = _summary_line(proc.stderr)
-        assert re.search(r"\d+ remote\b", summary) and "sandbox" not in summary, summary
-        for target in ("//probe:sdk", "//probe:usr_local_cuda"):
-            if target == "//probe:usr_local_cuda" and not os.path.exists(
-                "/usr/local/cuda/bin/nvcc"
-            ):
-                continue
-            local = bazel("build", target, cwd=work, output_base=base, check=False)
-            assert local.returncode == 0, f"{target} should build locally:\n{local.stderr[-2000:]}"
-            remote = bazel(
-                "build", *backend.remote_execution_flags(), "--noremote_accept_cached", target,
-                cwd=work, output_base=base, check=False,
-            )  # fmt: skip
-            assert remote.returncode != 0, f"{target} read a hidden SDK file on a worker"
-            assert "No such file or directory" in remote.stderr, remote.stderr[-2000:]
+        fallback = bazel(
+            "build", *flags, "--remote_local_fallback", "//examples/saxpy:saxpy",
+            cwd=one, output_base=bases["remote"], check=False,
+        )  # fmt: skip
     finally:
-        bazel("shutdown", cwd=work, output_base=base, check=False)
+        path.write_bytes(good)
+    print("\n".join(ln for ln in proc.stderr.splitlines() if "digest" in ln)[:800])
+    assert proc.returncode != 0
+    assert "FAILED_PRECONDITION: digest mismatch" in proc.stderr, proc.stderr[-3000:]
+    # The actions that read the source run locally; the others remotely.
+    assert fallback.returncode == 0, fallback.stderr[-3000:]
+    assert re.search(r"\d+ local, \d+ remote", _summary_line(fallback.stderr)), fallback.stderr

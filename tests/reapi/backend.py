@@ -194,11 +194,15 @@ class Backend:
         return self
 
     def stop(self) -> None:
+        # All workers at once: each finishes its lease and says BOT_TERMINATING.
         for w in self.workers:
-            w.stop()
+            if w.alive():
+                w.popen.send_signal(signal.SIGTERM)
+        for w in self.workers:
+            w.stop(grace=10.0)
         self.workers = []
         if self.server is not None:
-            self.server.stop()
+            self.server.stop(grace=5.0)
             self.server = None
         self._stop_postgres()
 

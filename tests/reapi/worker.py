@@ -340,10 +340,17 @@ class Worker:
             status=bots_pb2.OK,
             worker=worker_pb2.Worker(devices=[device]),
         )
-        session = self.bots.CreateBotSession(
-            bots_pb2.CreateBotSessionRequest(parent=self.instance, bot_session=session),
-            timeout=LONG_POLL_S,
-        )
+        request = bots_pb2.CreateBotSessionRequest(parent=self.instance, bot_session=session)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                session = self.bots.CreateBotSession(request, timeout=LONG_POLL_S)
+                break
+            except grpc.RpcError as e:
+                if time.monotonic() > deadline or self.terminating.is_set():
+                    raise
+                log(f"CreateBotSession: {e.code()}; retrying")
+                time.sleep(1)
         log(f"session {session.name}")
         job: Job | None = None
         while True:
