@@ -102,13 +102,8 @@ bad_archs_test = analysistest.make(
     attrs = {"message": attr.string()},
 )
 
-def _bad_flag_impl(ctx):
-    env = analysistest.begin(ctx)
-    asserts.expect_failure(env, ctx.attr.message)
-    return analysistest.end(env)
-
 bad_flag_archs_test = analysistest.make(
-    _bad_flag_impl,
+    _bad_archs_impl,
     expect_failure = True,
     attrs = {"message": attr.string()},
     config_settings = {_ARCHS: "sm_90,sm_4x"},
