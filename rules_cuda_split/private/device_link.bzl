@@ -51,8 +51,8 @@ def _missing_archs(rdc, links):
             lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
     return lines
 
-def _run(ctx, toolchain, cc_toolchain, kind, arch, args, inputs, outputs, mnemonic, progress):
-    """Runs the step runner for a device-link `kind`; `inputs` is a depset."""
+def _run(ctx, toolchain, cc_toolchain, args, inputs, outputs, mnemonic, progress):
+    """Runs the step runner with `args` (a device-link kind); `inputs` is a depset."""
     args.use_param_file("@%s", use_always = True)
     args.set_param_file_format("multiline")
     ctx.actions.run(
@@ -122,13 +122,13 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         args.add("--nvcc-flag=-gencode=arch=%s,code=%s" % (virtual, real))
         if lto:
             args.add("--nvcc-flag=-dlto")
-        _run(ctx, toolchain, cc_toolchain, "nvlink", real, args, link_inputs, [out], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
+        _run(ctx, toolchain, cc_toolchain, args, link_inputs, [out], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
 
     reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
     args = _base_args(ctx, "register", "", toolchain, cc_toolchain)
     args.add_all(rdc.module_ids, before_each = "--module-id-file")
     args.add("--file=reg.c=%s" % reg.path)
-    _run(ctx, toolchain, cc_toolchain, "register", "", args, rdc.module_ids, [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
+    _run(ctx, toolchain, cc_toolchain, args, rdc.module_ids, [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
 
     link_flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if any_lto else [])
     fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
@@ -137,7 +137,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         args.add("--file=linked:%s=%s" % (real, out.path))
     args.add("--file=fatbin.c=%s" % fatbin_c.path)
     args.add_all(link_flags, format_each = "--nvcc-flag=%s")
-    _run(ctx, toolchain, cc_toolchain, "link_fatbinary", "", args, depset(linked.values()), [fatbin_c], "CudaLinkFatbinary", "Packing the device-linked fatbinary of %s" % label)
+    _run(ctx, toolchain, cc_toolchain, args, depset(linked.values()), [fatbin_c], "CudaLinkFatbinary", "Packing the device-linked fatbinary of %s" % label)
 
     obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
     args = _base_args(ctx, "link_host_compile", "", toolchain, cc_toolchain)
@@ -145,7 +145,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
     args.add("--file=reg.c=%s" % reg.path)
     args.add("--file=obj=%s" % obj.path)
     args.add_all(link_flags, format_each = "--nvcc-flag=%s")
-    _run(ctx, toolchain, cc_toolchain, "link_host_compile", "", args, depset([fatbin_c, reg]), [obj], "CudaLinkStub", "Compiling the device-link stub of %s" % label)
+    _run(ctx, toolchain, cc_toolchain, args, depset([fatbin_c, reg]), [obj], "CudaLinkStub", "Compiling the device-link stub of %s" % label)
     return struct(obj = obj, cubins = linked.values())
 
 def _cuda_device_link_impl(ctx):
