@@ -368,6 +368,36 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
     assert "explain reduce.cu ptxas[sm_90]: miss: changed: command line (added -O2)" in proc.stderr
 
 
+@pytest.mark.parametrize("flags", [[], ["-G"]], ids=["default", "G"])
+def test_arch_subset_reuses_per_arch_steps(sdk, tmp_path, flags):
+    """After an sm_80+sm_90 build, a build for sm_90 alone takes its cicc and ptxas from
+    the cache: keys name the plan's files by role, not by nvcc's names for them (which
+    depend on the number of archs: `x.compute_90.ptx` with two, `x.ptx` with one). With
+    -G, ptxas writes the base names of its files into the cubin: it misses there, and the
+    object is nvcc's all the same (cicc's stub, restored from the two-arch build, names
+    its own path as the one-arch build has it)."""
+    src = "examples/saxpy/saxpy.cu"
+    cache = tmp_path / "cache"
+    gencode = ["-gencode", "arch=compute_90,code=sm_90"]
+    both = [*HOST, "-I.", *flags, "-gencode", "arch=compute_80,code=sm_80", *gencode, "-c", src]
+    run_driver(sdk, [*both, "-o", str(tmp_path / "both.o")], cache)
+    one = [*HOST, "-I.", *flags, *gencode, "-c", src]
+    table = tmp_path / "t.csv"
+    proc = run_driver(sdk, [*one, "-o", str(tmp_path / "one.o")], cache, "--table", str(table),
+                      "--explain")  # fmt: skip
+    rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(table)}
+    assert rows[("cicc", "compute_90")] == "hit", proc.stderr
+    if "-G" in flags:
+        assert rows[("ptxas", "sm_90")] == "miss"
+        assert "added in/saxpy.ptx out/saxpy.cubin" in proc.stderr
+    else:
+        assert rows[("ptxas", "sm_90")] == "hit", proc.stderr
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    run_nvcc(sdk, [*one, "-o", str(tmp_path / "nvcc.o"), "--keep", "--keep-dir", str(keep)])
+    assert (tmp_path / "one.o").read_bytes() == (tmp_path / "nvcc.o").read_bytes()
+
+
 def _all_entries(cache: pathlib.Path) -> list[pathlib.Path]:
     return [p for p in (cache / "entries").glob("*/*")]
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 
 MAGIC = b"CUDASPLIT1\n"
 # Part of every key: bump it when the entry layout or key recipe changes.
-KEY_VERSION = "cuda-split-cache-1"
+KEY_VERSION = "cuda-split-cache-2"
 DEFAULT_MAX_SIZE = 5 * 1000**3
 # Eviction brings the cache down to this fraction of its bound, so it does not run at
 # every insertion once the cache is full.

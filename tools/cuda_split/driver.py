@@ -66,9 +66,13 @@ _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS
 # cicc flags with which its PTX names source files relative to its working directory.
 _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 
-# Outputs that name the directory they were written in (cicc's stub starts with
-# `# 1 "<its own path>"`): a cache hit rewrites the old directory to the new one.
+# Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
+# cache keeps them with the path in the step's root (StepSpec), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
+
+# Tool flags with which the output records the base names of the step's files: ptxas -g
+# (nvcc -G) writes its command line into the cubin. (fatbinary: to be safe.)
+_NAME_RECORDING = {planlib.PTXAS: ("-g", "--device-debug"), planlib.FATBINARY: ("-g",)}
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -482,6 +486,25 @@ class Options:
     table_append: bool
 
 
+@dataclasses.dataclass
+class StepSpec:
+    """A step as a hermetic command: its command line with relative paths into an input
+    root that holds its plan inputs under role-derived names (`in/ptx.compute_90`), the
+    SDK files it runs and reads (`sdk/bin/ptxas`), and its outputs (`out/cubin.sm_90`).
+
+    Nothing in it depends on the build directory, where the SDK lives, or the other archs
+    of the build (nvcc names its files `x.ptx` with one virtual arch, `x.compute_90.ptx`
+    with several). The local cache keys a step by it.
+    """
+
+    arguments: list[str]
+    env: dict[str, str]
+    inputs: dict[str, str]  # path in the root -> local path (files of the plan)
+    tools: dict[str, str]  # path in the root -> local path (SDK files)
+    outputs: dict[str, str]  # role -> path in the root
+    cwd: str  # the working directory where the outputs name it, else ""
+
+
 class Runner:
     """Runs the nodes of one compilation, with the cache."""
 
@@ -503,32 +526,126 @@ class Runner:
         # (path, mtime_ns, size) -> (sha256, uses a time macro), for headers.
         self._digests: dict[tuple[str, int, int], tuple[str, bool]] = {}
         self._compilers: dict[str, str] = {}
+        self._tools: dict[str, str] = {}  # realpath -> sha256, without a cache
+        self.scratch_dir = os.path.join(work_dir, "scratch")
+        here = env.get("_HERE_", os.path.dirname(opts.nvcc))
+        self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
+        self._specs: dict[int, StepSpec] = {}
+
+    def _tool_digest(self, path: str) -> str:
+        if self.cache is not None:
+            return self.cache.tool_digest(path)
+        with self._lock:
+            found = self._tools.get(os.path.realpath(path))
+        if found is None:
+            found = cachelib.sha256_file(path)
+            with self._lock:
+                self._tools[os.path.realpath(path)] = found
+        return found
+
+    # -- the hermetic form of a step --------------------------------------------------
+
+    def _sdk_path(self, path: str) -> str | None:
+        """`sdk/<path in the SDK>` for a file of the SDK nvcc belongs to, else None."""
+        rel = os.path.relpath(os.path.realpath(path), self.sdk_top)
+        return None if rel.startswith(os.pardir) else f"sdk/{rel}"
+
+    def spec(self, node: Node) -> StepSpec:
+        """The step's hermetic form (see StepSpec)."""
+        found = self._specs.get(node.index)
+        if found is not None:
+            return found
+        argv = node.cmd.argv
+        # Base names where the output records them (ptxas -g writes its command line into
+        # the cubin), else names from the roles alone.
+        names = _records_names(node)
+
+        def name(role: str, path: str) -> str:
+            return os.path.basename(path) if names else role.replace(":", ".")
+
+        mapping: dict[str, str] = {}
+        inputs, outputs = {}, {}
+        for role, path in sorted(node.inputs.items()):
+            mapping[path] = inputs_rel = f"in/{name(role, path)}"
+            inputs[inputs_rel] = path
+        for role, path in sorted(node.outputs.items()):
+            mapping[path] = outputs[role] = f"out/{name(role, path)}"
+        scratch = re.compile(re.escape(self.scratch_dir + "/") + r'[^"\s,]+')
+        found_scratch = [m.group(0) for tok in argv[1:] for m in scratch.finditer(tok)]
+        for i, path in enumerate(dict.fromkeys(found_scratch)):
+            # Files nothing reads (cicc's host-side C, nvcc's copy of the fatbin).
+            mapping[path] = f"out/scratch.{i}"
+        tools: dict[str, str] = {}
+        env = dict(self.key_env)
+        tool = self._sdk_path(argv[0])
+        if tool is not None:
+            tools[tool] = argv[0]
+        if node.step.kind == planlib.CICC and self.libdevice and os.path.isdir(self.libdevice):
+            libdevice = self._sdk_path(self.libdevice)
+            if libdevice is not None:
+                env["NVVMIR_LIBRARY_DIR"] = libdevice
+                for f in sorted(os.listdir(self.libdevice)):
+                    if f.endswith(".bc"):
+                        tools[f"{libdevice}/{f}"] = os.path.join(self.libdevice, f)
+        if mapping:
+            longest_first = sorted(mapping, key=len, reverse=True)
+            paths = re.compile("|".join(re.escape(p) for p in longest_first))
+            rest = [paths.sub(lambda m: mapping[m.group(0)], a) for a in argv[1:]]
+        else:
+            rest = list(argv[1:])
+        rest = [a.replace(self.work_dir, "<work>") for a in rest]  # none left, normally
+        cwd = ""
+        if node.step.kind == planlib.CICC and any(f in argv for f in _CICC_CWD_FLAGS):
+            cwd = os.getcwd()
+        found = StepSpec(
+            arguments=[tool or os.path.basename(argv[0]), *rest], env=env, inputs=inputs,
+            tools=tools, outputs=outputs, cwd=cwd,
+        )  # fmt: skip
+        self._specs[node.index] = found
+        return found
+
+    def portable(self, node: Node, role: str, data: bytes) -> bytes:
+        """An output as the cache keeps it: where it names its own path (cicc's stub
+        ends with `# 1 "<its path>"`), the path in the step's root instead."""
+        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+            local, rel = node.outputs[role], self.spec(node).outputs[role]
+            data = _line_marker(local).sub(lambda m: m.group(1) + _quoted(rel), data)
+        return data
+
+    def localize(self, node: Node, role: str, data: bytes) -> bytes:
+        """The inverse of `portable`."""
+        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+            local, rel = node.outputs[role], self.spec(node).outputs[role]
+            data = _line_marker(rel).sub(lambda m: m.group(1) + _quoted(local), data)
+        return data
 
     # -- keys -----------------------------------------------------------------------
 
     def key_parts(self, node: Node) -> dict[str, object]:
-        argv = node.cmd.argv
+        """The parts of a step's key: its hermetic command line (plan files named by
+        role, so the key of an arch's step does not depend on the other archs), the
+        environment, the tool's and the input files' digests (by role)."""
+        spec = self.spec(node)
         parts: dict[str, object] = {
             "kind": node.step.kind,
             "arch": node.step.arch,
-            "argv": [os.path.basename(argv[0])]
-            + [a.replace(self.work_dir, "<work>") for a in argv[1:]],
-            "env": self.key_env,
-            "tool": self.cache.tool_digest(argv[0]) if self.cache else "",
+            "argv": spec.arguments,
+            "env": spec.env,
+            "tool": self._tool_digest(node.cmd.argv[0]),
             "inputs": {r: cachelib.sha256_file(p) for r, p in sorted(node.inputs.items())},
         }
         if node.step.kind == planlib.CICC:
             parts["libdevice"] = self._libdevice_digests()
-            if any(f in argv for f in _CICC_CWD_FLAGS):
-                parts["cwd"] = os.getcwd()
+        if spec.cwd:
+            parts["cwd"] = spec.cwd
         return parts
 
     def _libdevice_digests(self) -> dict[str, str]:
         d = self.libdevice
-        if not d or not os.path.isdir(d) or self.cache is None:
+        if not d or not os.path.isdir(d):
             return {}
         return {
-            name: self.cache.tool_digest(os.path.join(d, name))
+            name: self._tool_digest(os.path.join(d, name))
             for name in sorted(os.listdir(d))
             if name.endswith(".bc")
         }
@@ -675,13 +792,9 @@ class Runner:
     def _restore(self, node: Node, entry: cachelib.Entry) -> bool:
         if set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
             return False
-        old_dir = str(entry.meta.get("work_dir", ""))
         for role, path in node.outputs.items():
-            data = entry.files[role]
-            if old_dir and role.startswith(_RELOCATED_ROLE_PREFIXES):
-                data = data.replace(old_dir.encode(), self.work_dir.encode())
             with open(path, "wb") as f:
-                f.write(data)
+                f.write(self.localize(node, role, entry.files[role]))
         node.stdout, node.stderr = entry.files["@stdout"], entry.files["@stderr"]
         node.rc = 0
         return True
@@ -691,9 +804,9 @@ class Runner:
         files = {}
         for role, path in node.outputs.items():
             with open(path, "rb") as f:
-                files[role] = f.read()
+                files[role] = self.portable(node, role, f.read())
         files["@stdout"], files["@stderr"] = node.stdout, node.stderr
-        meta = {"kind": node.step.kind, "arch": node.step.arch, "work_dir": self.work_dir}
+        meta = {"kind": node.step.kind, "arch": node.step.arch}
         n = self.cache.store(node.key, files, meta)
         with self._lock:
             self.bytes_added += n
@@ -801,6 +914,20 @@ def _manifest_variants(entry: cachelib.Entry) -> list[list[tuple[str, str]]]:
         return [[(str(p), str(d)) for p, d in v] for v in variants]
     except (ValueError, TypeError):
         return []
+
+
+def _records_names(node: Node) -> bool:
+    flags = _NAME_RECORDING.get(node.step.kind, ())
+    return any(a in flags for a in node.cmd.argv[1:])
+
+
+def _quoted(path: str) -> bytes:
+    return b'"' + path.encode("utf-8", "surrogateescape") + b'"'
+
+
+def _line_marker(path: str) -> re.Pattern[bytes]:
+    """`# 1 "<path>"` line markers (the form cicc names its stub by)."""
+    return re.compile(rb"^(#(?:line)? \d+ )" + re.escape(_quoted(path)), re.M)
 
 
 def _replay(node: Node) -> None:
