@@ -214,6 +214,13 @@ def test_arch_list_report_per_target(
         "pkg/_cuda/lib/a/a.compute_80.cpp1.ii": a + "namespace CUB_300001_SM_800_900 {}",
         "pkg/_cuda/lib/sub/b/b.compute_90.cpp1.ii": '# 0 "pkg/sub/b.cu"\n__global__ void k() {}',
         "other/_cuda/plain/c/c.compute_90.cpp1.ii": '# 0 "other/c.cu"\nint x;',
+        # The split's arch-list check leaves a report; the .cpp1.ii beside it is not read.
+        "rep/_cuda/t/d/d.compute_90.cpp1.ii": '# 0 "rep/d.cu"\nnamespace CUB_1_SM_900 {}',
+        "rep/_cuda/t/d/d.compute_90.arch_list.txt": "rep/d.cu compute_90: depends on "
+        "__CUDA_ARCH_LIST__ through: external/cuda/include/cccl/cub/util_namespace.cuh, "
+        "<command line>; preprocessed again (__CUDA_ARCH_LIST__=800,900, not 900)\n",
+        "rep/_cuda/t/e/e.compute_80.arch_list.txt": "rep/e.cu compute_80: independent of "
+        "__CUDA_ARCH_LIST__; the compute_80-only pass is used\n",
     }
     _execroot(tmp_path, files)
     assert explain.main(["arch-list", str(tmp_path), f"--json={tmp_path / 'uses.json'}"]) == 0
@@ -221,6 +228,9 @@ def test_arch_list_report_per_target(
     assert "//other:plain: none of 1 sources depends on the arch list" in out
     assert "//pkg:lib: 1 of 2 sources depend on the arch list" in out
     assert "  pkg/a.cu: CUB_300001_SM_800_900, THRUST_300001_SM_900_NS" in out
+    assert "//rep:t: 1 of 2 sources depend on the arch list" in out
+    assert "  rep/d.cu: <command line>, external/cuda/include/cccl/cub/util_namespace.cuh" in out
+    assert "CUB_1_SM_900" not in out
     uses = json.loads((tmp_path / "uses.json").read_text())
     assert {(u["target"], u["source"], u["arch"]) for u in uses} >= {
         ("//pkg:lib", "pkg/sub/b.cu", "compute_90"),

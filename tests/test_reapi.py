@@ -255,14 +255,16 @@ def test_per_arch_actions_shared_across_builds(
     pre = rows_of("CudaDevicePreprocess", "compute_90", False)
     # saxpy, 3 vector_ops sources, dynamic_parallelism, thrust's main.cu.
     assert len(cicc) == len(ptxas) == len(pre) == 6, table
-    assert all(r["hit"] for r in cicc + ptxas), table
-    # Device preprocessing defines __CUDA_ARCH_LIST__ for all archs, as nvcc does: its
-    # command line names them, so it cannot hit across arch sets; its output does not
-    # change, hence the cicc hits above.
-    for r in pre:
-        assert not r["hit"], r
-        why = " ".join(r["reasons"])
-        assert "-gencode=arch=compute_80" in why, r
+    assert all(r["hit"] for r in pre + cicc + ptxas), table
+    # The device preprocess runs as if its arch were alone, CCCL sources' too; the
+    # arch-list check after it names the build's archs, so it runs again in B (a copy
+    # where nothing names __CUDA_ARCH_LIST__, a second preprocess for CCCL).
+    cccl_pre = rows_of("CudaDevicePreprocess", "compute_90", True)
+    assert len(cccl_pre) == 2 and all(r["hit"] for r in cccl_pre), table
+    checks = [r for r in rows if r["mnemonic"] == "CudaArchList"]
+    assert len(checks) == 8 and not any(r["hit"] for r in checks), table
+    for r in checks:
+        assert "-gencode=arch=compute_80" in " ".join(r["reasons"]), r
     # The per-arch device link of the rdc binary.
     nvlink = [r for r in rows if r["mnemonic"] == "CudaNvlink"]
     assert nvlink and all(r["hit"] for r in nvlink), table
@@ -272,16 +274,65 @@ def test_per_arch_actions_shared_across_builds(
     for r in cccl:
         assert "CCCL namespaces CUB_" in " ".join(r["reasons"]), r
 
-    # The per-target report flags exactly the CCCL sources.
-    report = subprocess.run(
-        [sys.executable, "-m", "cuda_split.explain", "arch-list", str(build_b.bin_dir)],
-        capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-    ).stdout  # fmt: skip
+    # The per-target report flags exactly the CCCL sources, naming the headers.
+    report = _arch_list_report(build_b)
     _print(capsys, "cuda-split arch-list (build B)", report)
     assert "//examples/thrust:thrust_cub_cuda: 2 of 3 sources depend on the arch list" in report
     assert "//examples/saxpy:saxpy: none of 1 sources" in report
-    assert "examples/thrust/cub_reduce.cu: CUB_300001_SM_900" in report
+    line = next(x for x in report.splitlines() if "examples/thrust/cub_reduce.cu:" in x)
+    assert "include/cccl/cub/util_namespace.cuh" in line, report
+
+
+def _arch_list_report(build: Build) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_split.explain", "arch-list", str(build.bin_dir)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+    ).stdout  # fmt: skip
+
+
+PER_ARCH = "--//cuda:device_arch_list=per_arch"
+PER_ARCH_TARGETS = ["//examples/saxpy:saxpy", "//examples/thrust:thrust_cub"]
+
+
+@pytest.fixture(scope="module")
+def per_arch_builds(
+    backend: Backend,
+    checkouts: Checkouts,
+    build_b: Build,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Build, Build]:
+    one, two, bases = checkouts
+    logs = tmp_path_factory.mktemp("logs")
+    flags = [PER_ARCH, *backend.remote_cache_flags()]
+    a = _build(one, bases["1"], logs / "pa-a.json", ARCHS + "sm_80,sm_90", *flags,
+               targets=PER_ARCH_TARGETS)  # fmt: skip
+    b = _build(two, bases["2"], logs / "pa-b.json", ARCHS + "sm_90", *flags,
+               targets=PER_ARCH_TARGETS)  # fmt: skip
+    return a, b
+
+
+def test_per_arch_list_shares_cccl_code_across_arch_sets(
+    per_arch_builds: tuple[Build, Build],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b = per_arch_builds
+    table, rows = _explain(a, b, tmp_path / "per_arch.json")
+    _print(capsys, "cuda-split explain A -> B, device_arch_list=per_arch", table)
+    per_arch = [
+        r for r in rows
+        if (r["mnemonic"], r["arch"]) in {("CudaDevicePreprocess", "compute_90"),
+                                          ("CudaCicc", "compute_90"), ("CudaPtxas", "sm_90")}
+    ]  # fmt: skip
+    # saxpy + thrust's 3 sources (2 of them CUB/Thrust), 3 steps each; no arch-list check.
+    assert len(per_arch) == 12 and all(r["hit"] for r in per_arch), table
+    assert {r["source"] for r in per_arch} >= CCCL_SOURCES
+    assert not [r for r in rows if r["mnemonic"] == "CudaArchList"], table
+    # CCCL's namespaces no longer name the arch list.
+    report = _arch_list_report(b)
+    _print(capsys, "cuda-split arch-list (per_arch build B)", report)
+    assert "//examples/thrust:thrust_cub_cuda: none of 3 sources depends" in report, report
 
 
 @pytest.fixture(scope="module")
@@ -374,15 +425,11 @@ def test_remote_execution_matches_local_build(remote_build: Build, build_a: Buil
     assert not differ, f"remote outputs differ from the local build: {differ}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gcc -E canonicalizes system header paths when that makes them shorter "
-    "(-fcanonical-system-headers): locally the sandbox's symlinks lead to the SDK's real "
-    "path, e.g. '# 1 \"/work/main/.sdk/.../include/cooperative_groups.h\"' in "
-    "thrust_sort.cpp4.ii; on a worker the files are real and the relative path stays. "
-    "Objects, PTX and cubins are the same; the preprocessing steps need "
-    "-fno-canonical-system-headers (as Bazel's own C++ actions have).",
-)
+# gcc names a system header by its real path where that is shorter
+# (-fcanonical-system-headers): through the sandbox's symlinks that is the SDK's place on
+# this machine, on a worker the relative name. The step runner passes
+# -fno-canonical-system-headers, so the .ii files (and the cache keys of the cudafe++ and
+# cicc steps that read them) are the same wherever the build runs.
 def test_preprocessed_sources_identical_remote_and_local(
     remote_build: Build, build_a: Build
 ) -> None:
@@ -429,14 +476,10 @@ def test_remote_execution_mono_mode(remote_mono: Build, mono_builds: tuple[Build
     assert len(saxpy) > 10 and all(local[k] == remote[k] for k in saxpy)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compile_mode=mono with -lineinfo: nvcc's ptxas runs where the source is, "
-    "stats the file named by the PTX '.file' directive and writes its mtime into the "
-    "cubin's .debug_line file table; the mtime of a sandbox's symlink target and of a "
-    "worker's input file differ (split ptxas actions have no source: mtime 0). Needs "
-    "'.file N \"name\", 0, 0' in the PTX, or no source beside mono's ptxas.",
-)
+# ptxas writes the mtime and size of the source files the PTX's `.file` directives name,
+# where it finds them, into the cubin's line table (nvcc's own cubins depend on the
+# source's mtime). Split ptxas actions have no source (0, 0); mono runs its ptxas steps in
+# an empty directory, so vector_ops (-lineinfo) is the same locally and remotely.
 def test_remote_mono_lineinfo_cubins_identical(
     remote_mono: Build, mono_builds: tuple[Build, Build]
 ) -> None:

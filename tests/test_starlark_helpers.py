@@ -96,22 +96,26 @@ def test_parse_bad_specs_name_the_token_and_the_accepted_forms(tmp_path: pathlib
     assert pipeline.ACCEPTED_FORMS in got[0]["error"]
 
 
+@pytest.mark.parametrize("per_arch_list", [False, True])
 @pytest.mark.parametrize("spec", list(GOOD_SPECS))
-def test_step_shape_matches_python(tmp_path: pathlib.Path, spec: str) -> None:
+def test_step_shape_matches_python(tmp_path: pathlib.Path, spec: str, per_arch_list: bool) -> None:
     body = PRELUDE + (
         "def main():\n"
         f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
         "    steps = [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
-        "              'outputs': s.outputs, 'names': s.names, 'nvcc_flags': s.nvcc_flags}\n"
-        "             for s in source_steps(groups)]\n"
+        "              'outputs': s.outputs, 'names': s.names, 'nvcc_flags': s.nvcc_flags,\n"
+        "              'own_flags': s.own_flags}\n"
+        f"             for s in source_steps(groups, {per_arch_list})]\n"
         "    names = {r: file_name('x', r)\n"
         "             for s in steps for r in s['inputs'] + s['outputs'] + s['names']}\n"
         "    print(json.encode({'steps': steps, 'names': names}))\n"
         "main()\n"
     )
     got = eval_json(tmp_path, body)
-    py_steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
+    py_steps = pipeline.source_steps(pipeline.parse_arch_spec(spec), per_arch_list)
     assert got["steps"] == [dataclasses.asdict(s) for s in py_steps]
+    kinds = [s["kind"] for s in got["steps"]]
+    assert kinds.count("arch_list") == (0 if per_arch_list else kinds.count("device_preprocess"))
     for role, name in got["names"].items():
         assert pipeline.file_name("x", role) == name
 
@@ -121,10 +125,10 @@ def test_per_arch_steps_name_only_their_own_arch(tmp_path: pathlib.Path) -> None
     steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
     others = {"compute_80": ["90"], "compute_90": ["80", "86"]}
     for s in steps:
-        if s.kind in ("cicc", "ptxas"):
+        if s.kind in ("device_preprocess", "cicc", "ptxas"):
             text = " ".join([*s.nvcc_flags, *s.inputs, *s.outputs, *s.names])
-            virtual = s.inputs[0].split(":")[1]
-            for other in others[virtual] if s.kind == "cicc" else []:
+            virtual = s.arch if s.kind == "device_preprocess" else s.inputs[0].split(":")[1]
+            for other in others[virtual] if s.kind != "ptxas" else []:
                 assert other not in text, (s, other)
             if s.kind == "ptxas":
                 assert set(re.findall(r"sm_\d+", text)) == {s.arch}, s

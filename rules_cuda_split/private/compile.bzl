@@ -7,6 +7,7 @@ runner (`//tools:step`) asks the SDK's nvcc for the exact command of each step.
 load(":plan.bzl", "file_name", "gencode", "source_steps", "step_roles")
 
 _MNEMONICS = {
+    "arch_list": "CudaArchList",
     "cicc": "CudaCicc",
     "cudafe": "CudaFrontend",
     "device_preprocess": "CudaDevicePreprocess",
@@ -18,6 +19,8 @@ _MNEMONICS = {
 
 # Which of the toolchain's step_files each kind of step reads.
 _SDK_FILES = {
+    # It preprocesses again where the source uses the arch list.
+    "arch_list": "headers",
     "cicc": "cicc",
     "cudafe": "cudafe",
     "device_preprocess": "headers",
@@ -28,6 +31,7 @@ _SDK_FILES = {
 }
 
 _PROGRESS = {
+    "arch_list": "Checking %s's %s device code against the arch list",
     "cicc": "Compiling %s for %s (cicc)",
     "cudafe": "Splitting host and device code of %s%s (cudafe++)",
     "device_preprocess": "Preprocessing %s for %s (device)",
@@ -66,7 +70,7 @@ def _base_args(ctx, kind, arch, toolchain, cc_toolchain, src):
     args.add("--src", src)
     return args
 
-def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
+def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers, per_arch_list = False):
     """Emits the split actions compiling `src`.
 
     Args:
@@ -77,13 +81,15 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
       toolchain: CudaToolchainInfo.
       cc_toolchain: the C++ toolchain (its compiler is nvcc's host compiler).
       headers: depset[File], headers the source may include.
+      per_arch_list: each arch's device code sees only that arch in __CUDA_ARCH_LIST__
+        (device_arch_list=per_arch).
 
     Returns:
       struct(obj, ptx, cubins, fatbin_c): the object, and lists of the device files.
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("cuda_compile_split needs src, groups, toolchain and cc_toolchain")
-    steps = source_steps(groups)
+    steps = source_steps(groups, per_arch_list)
     out_dir = _source_dir(ctx, src)
     stem = _stem(src)
     files = {}
@@ -94,11 +100,13 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         for role in step.inputs + step.outputs + step.names:
             args.add("--file=%s=%s" % (role, files[role].path))
         _flag_args(args, step.nvcc_flags + nvcc_flags)
+        if step.own_flags:
+            args.add_all(step.own_flags + nvcc_flags, format_each = "--own-nvcc-flag=%s")
         direct = [files[r] for r in step.inputs]
 
         # nvcc's dryrun asks the host compiler for its version: every step needs it.
         transitive = [cc_toolchain.all_files, toolchain.step_files[_SDK_FILES[step.kind]]]
-        if step.kind in ("host_preprocess", "device_preprocess"):
+        if step.kind in ("host_preprocess", "device_preprocess", "arch_list"):
             direct.append(src)
             transitive.append(headers)
         ctx.actions.run(

@@ -5,7 +5,13 @@ load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
 load(":plan.bzl", "ACCEPTED_FORMS", "codes_of", "parse_arch_spec", "unsupported_archs")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
-load(":settings.bzl", "CudaArchsSettingInfo", "CudaCompileModeInfo")
+load(
+    ":settings.bzl",
+    "CudaArchsSettingInfo",
+    "CudaCompileModeInfo",
+    "CudaDeviceArchListInfo",
+    "PER_ARCH_CCCL_DEFINES",
+)
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
 
@@ -169,10 +175,18 @@ def _cuda_library_impl(ctx):
         nvcc_flags.append("-rdc=true")
     private_headers = [f for f in ctx.files.srcs if f.extension != "cu"]
     headers = depset(ctx.files.hdrs + private_headers, transitive = [compilation_context.headers])
-    compile = cuda_compile_split if ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split" else cuda_compile_mono
-    outputs = [
-        compile(
-            ctx,
+    split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
+    per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
+    if per_arch_list and not split:
+        fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % ctx.label +
+             "compile_mode=split (one nvcc per source sees every arch)")
+    if per_arch_list:
+        nvcc_flags += ["-D" + d for d in PER_ARCH_CCCL_DEFINES]
+    outputs = []
+    for src in ctx.files.srcs:
+        if src.extension != "cu":
+            continue
+        common = dict(
             src = src,
             groups = groups,
             nvcc_flags = nvcc_flags,
@@ -180,9 +194,10 @@ def _cuda_library_impl(ctx):
             cc_toolchain = cc_toolchain,
             headers = headers,
         )
-        for src in ctx.files.srcs
-        if src.extension == "cu"
-    ]
+        if split:
+            outputs.append(cuda_compile_split(ctx, per_arch_list = per_arch_list, **common))
+        else:
+            outputs.append(cuda_compile_mono(ctx, **common))
     objects = [o.obj for o in outputs]
     linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
         actions = ctx.actions,
@@ -211,7 +226,6 @@ def _cuda_library_impl(ctx):
         ]).linking_context
     rdc_deps = [d[CudaRdcInfo] for d in ctx.attr.deps if CudaRdcInfo in d]
     if ctx.attr.rdc:
-        split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
         rdc = merge_rdc_infos(
             rdc_deps,
             cubins = _by_arch(outputs, "cubin:") if split else {},
@@ -313,6 +327,11 @@ cuda_library = rule(
             default = Label("//cuda:compile_mode"),
             providers = [CudaCompileModeInfo],
             doc = "split or mono.",
+        ),
+        "_device_arch_list": attr.label(
+            default = Label("//cuda:device_arch_list"),
+            providers = [CudaDeviceArchListInfo],
+            doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
         ),
     }, **STEP_RULE_ATTRS),
     fragments = ["cpp"],

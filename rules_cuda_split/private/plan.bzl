@@ -156,10 +156,12 @@ _FIXED_NAMES = {
 }
 
 _PER_ARCH_NAMES = {
+    "arch_list": "arch_list.txt",
     "cpp1.ii": "cpp1.ii",
     "cubin": "cubin",
     "linked": "linked.cubin",
     "ltoir": "ltoir",
+    "pre.ii": "pre.ii",
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
@@ -174,7 +176,7 @@ def file_name(stem, role):
         return "%s.%s.%s" % (stem, arch, _PER_ARCH_NAMES[kind])
     fail("unknown file role '%s'" % role)
 
-def _step(kind, arch, inputs, outputs, names, nvcc_flags):
+def _step(kind, arch, inputs, outputs, names, nvcc_flags, own_flags = []):
     return struct(
         kind = kind,
         arch = arch,
@@ -182,19 +184,24 @@ def _step(kind, arch, inputs, outputs, names, nvcc_flags):
         outputs = outputs,
         names = names,
         nvcc_flags = nvcc_flags,
+        own_flags = own_flags,
     )
 
-def source_steps(groups):
+def source_steps(groups, per_arch_list = False):
     """The steps of one source, in an order that respects their dependencies.
 
     Args:
       groups: the result of parse_arch_spec.
+      per_arch_list: device code sees only its own arch in `__CUDA_ARCH_LIST__`: no
+        arch_list steps (device_arch_list=per_arch).
 
     Returns:
-      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags): roles read,
-      roles written, roles whose name only the step needs, and the arch flags the step
-      passes to nvcc's dryrun. Only preprocessing, cudafe++, fatbinary and the host
-      compile see every arch; cicc and ptxas see their own.
+      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags, own_flags):
+      roles read, roles written, roles whose name only the step needs, the arch flags
+      the step passes to nvcc's dryrun, and (arch_list) the flags of the single-arch
+      device preprocess it checks. Only host preprocessing, cudafe++, arch_list,
+      fatbinary and the host compile see every arch; device preprocessing, cicc and
+      ptxas see their own.
     """
     all_flags = [gencode(g) for g in groups]
     stubs = ["stub:" + g.virtual for g in groups]
@@ -206,8 +213,23 @@ def source_steps(groups):
     for g in groups:
         v = g.virtual
 
-        # Preprocessing defines __CUDA_ARCH_LIST__: it alone depends on the whole spec.
-        steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], all_flags))
+        # nvcc's device preprocess defines __CUDA_ARCH_LIST__ (every arch): run it as if
+        # `v` were the only arch, then check that output against the real list
+        # (tools/cuda_split/archlist.py).
+        own = [gencode(g)] if g.lto else ["-gencode=arch=%s,code=%s" % (v, v)]
+        if per_arch_list:
+            steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], own))
+        else:
+            steps.append(_step("device_preprocess", v, [], ["pre.ii:" + v], [], own))
+            steps.append(_step(
+                "arch_list",
+                v,
+                ["pre.ii:" + v],
+                ["cpp1.ii:" + v, "arch_list:" + v],
+                [],
+                all_flags,
+                own,
+            ))
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
             steps.append(_step(

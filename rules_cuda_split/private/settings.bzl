@@ -1,4 +1,4 @@
-"""Build settings: `--@rules_cuda_split//cuda:archs` and `--@rules_cuda_split//cuda:compile_mode`."""
+"""Build settings: `--@rules_cuda_split//cuda:archs`, `:compile_mode` and `:device_arch_list`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -11,6 +11,23 @@ CudaCompileModeInfo = provider(
 )
 
 COMPILE_MODES = ["split", "mono"]
+
+CudaDeviceArchListInfo = provider(
+    doc = "The value of the `device_arch_list` build setting.",
+    fields = {"mode": "string: `build` (nvcc's) or `per_arch`."},
+)
+
+DEVICE_ARCH_LIST_MODES = ["build", "per_arch"]
+
+# With per_arch, CCCL must not name its namespaces after the arch list: host code (which
+# sees the build's list) and each arch's device code (which sees its own) would name
+# kernels differently.
+PER_ARCH_CCCL_DEFINES = [
+    "CUB_DISABLE_NAMESPACE_MAGIC",
+    "CUB_IGNORE_NAMESPACE_MAGIC_ERROR",
+    "THRUST_DISABLE_ABI_NAMESPACE",
+    "THRUST_IGNORE_ABI_NAMESPACE_ERROR",
+]
 
 def _archs_flag_impl(ctx):
     return [CudaArchsSettingInfo(spec = ctx.build_setting_value)]
@@ -35,4 +52,22 @@ compile_mode_flag = rule(
     doc = "`split` (default): each source is compiled as one action per nvcc step and " +
           "arch. `mono`: one action per source running nvcc's whole plan, as rules_cuda " +
           "does; for fallback and for comparison.",
+)
+
+def _device_arch_list_flag_impl(ctx):
+    mode = ctx.build_setting_value
+    if mode not in DEVICE_ARCH_LIST_MODES:
+        fail("--%s=%s: accepted values are %s" % (ctx.label, mode, ", ".join(DEVICE_ARCH_LIST_MODES)))
+    return [CudaDeviceArchListInfo(mode = mode)]
+
+device_arch_list_flag = rule(
+    implementation = _device_arch_list_flag_impl,
+    build_setting = config.string(flag = True),
+    doc = "What `__CUDA_ARCH_LIST__` device code sees. `build` (default, nvcc's " +
+          "behaviour): every arch of the target; the per-arch steps of sources that " +
+          "use it (CUB, Thrust) then differ between arch sets. `per_arch` (opt-in, split " +
+          "mode only): each arch's device code sees only its own arch, and CCCL's " +
+          "arch-list namespaces are turned off (" + ", ".join(PER_ARCH_CCCL_DEFINES) +
+          "), so CUB/Thrust cubins are shared across arch sets too. Every CUDA target " +
+          "of the build must use the same value (docs/remote.md).",
 )

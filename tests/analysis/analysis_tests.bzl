@@ -4,6 +4,7 @@ load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
 
 _ARCHS = "//cuda:archs"
 _MODE = "//cuda:compile_mode"
+_ARCH_LIST = "//cuda:device_arch_list"
 
 def _actions_by_mnemonic(env):
     counts = {}
@@ -40,6 +41,7 @@ def _action_counts_impl(ctx):
         "CudaHostPreprocess": 2,
         "CudaFrontend": 2,
         "CudaDevicePreprocess": 4,
+        "CudaArchList": 4,
         "CudaCicc": 4,
         "CudaPtxas": 6,
         "CudaFatbinary": 2,
@@ -58,25 +60,57 @@ def _own_arch_only_impl(ctx):
     env = analysistest.begin(ctx)
     seen = 0
     for action in analysistest.target_actions(env):
-        if action.mnemonic not in ("CudaCicc", "CudaPtxas"):
+        if action.mnemonic not in ("CudaDevicePreprocess", "CudaCicc", "CudaPtxas"):
             continue
         seen += 1
         arch = _flag_after(action.argv, "--arch")
         asserts.true(env, arch != None, "%s has --arch" % action.mnemonic)
         tokens = _arch_tokens(" ".join(action.argv))
-        if action.mnemonic == "CudaCicc":
-            asserts.equals(env, [arch], tokens, "archs named by the cicc action for " + arch)
+        if action.mnemonic != "CudaPtxas":
+            asserts.equals(env, [arch], tokens, "archs named by the %s action for %s" % (action.mnemonic, arch))
         else:
             # ptxas names its real arch and the virtual arch whose PTX it reads.
             reals = [t for t in tokens if t.startswith("sm_")]
             asserts.equals(env, [arch], reals, "real archs named by the ptxas action for " + arch)
             asserts.equals(env, 1, len([t for t in tokens if t.startswith("compute_")]), str(tokens))
-    asserts.equals(env, 10, seen, "cicc + ptxas actions")
+    asserts.equals(env, 14, seen, "device preprocess + cicc + ptxas actions")
     return analysistest.end(env)
 
 own_arch_only_test = analysistest.make(
     _own_arch_only_impl,
     config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+)
+
+def _per_arch_list_impl(ctx):
+    env = analysistest.begin(ctx)
+    counts = _actions_by_mnemonic(env)
+    asserts.equals(env, 4, counts.get("CudaDevicePreprocess", 0), "device preprocess actions")
+    asserts.equals(env, 0, counts.get("CudaArchList", 0), "per_arch: no arch-list check")
+    for action in analysistest.target_actions(env):
+        if action.mnemonic.startswith("Cuda"):
+            for define in ["CUB_DISABLE_NAMESPACE_MAGIC", "THRUST_DISABLE_ABI_NAMESPACE"]:
+                asserts.true(
+                    env,
+                    "--nvcc-flag=-D" + define in action.argv,
+                    "%s of a per_arch build passes -D%s" % (action.mnemonic, define),
+                )
+    return analysistest.end(env)
+
+per_arch_list_test = analysistest.make(
+    _per_arch_list_impl,
+    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split", _ARCH_LIST: "per_arch"},
+)
+
+def _expect_failure_impl(ctx):
+    env = analysistest.begin(ctx)
+    asserts.expect_failure(env, ctx.attr.message)
+    return analysistest.end(env)
+
+per_arch_list_mono_test = analysistest.make(
+    _expect_failure_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+    config_settings = {_MODE: "mono", _ARCH_LIST: "per_arch"},
 )
 
 def _mono_impl(ctx):
@@ -91,19 +125,14 @@ mono_test = analysistest.make(
     config_settings = {_ARCHS: "sm_80,sm_90", _MODE: "mono"},
 )
 
-def _bad_archs_impl(ctx):
-    env = analysistest.begin(ctx)
-    asserts.expect_failure(env, ctx.attr.message)
-    return analysistest.end(env)
-
 bad_archs_test = analysistest.make(
-    _bad_archs_impl,
+    _expect_failure_impl,
     expect_failure = True,
     attrs = {"message": attr.string()},
 )
 
 bad_flag_archs_test = analysistest.make(
-    _bad_archs_impl,
+    _expect_failure_impl,
     expect_failure = True,
     attrs = {"message": attr.string()},
     config_settings = {_ARCHS: "sm_90,sm_4x"},

@@ -76,7 +76,7 @@ def step_argv(
         "--src", src,
         "--host-compiler", HOST_COMPILER,
         *step.file_args(dict(paths)),
-        *[f"--nvcc-flag={f}" for f in [*step.nvcc_flags, *flags]],
+        *step.flag_args(flags),
     ]  # fmt: skip
     if step.arch:
         argv += ["--arch", step.arch]
@@ -165,6 +165,13 @@ class NvccResult:
     ptx_checks: list[str]
 
 
+# The split's step runner gives gcc -fno-canonical-system-headers (system headers keep the
+# names they were included by, not their real paths: see tools/cuda_split/step.py); the
+# reference nvcc gets the same, or its .ii files and -lineinfo PTX name some CCCL headers
+# by the SDK's real path where that is shorter.
+REFERENCE_FLAGS = ["-Xcompiler=-fno-canonical-system-headers"]
+
+
 def nvcc_argv(
     sdk: pathlib.Path, src: str, spec: str, flags: Sequence[str], keep_dir: pathlib.Path
 ) -> list[str]:
@@ -172,6 +179,7 @@ def nvcc_argv(
     return [
         str(sdk / "bin" / "nvcc"), "-ccbin", HOST_COMPILER, "--keep", "--keep-dir", str(keep_dir),
         "-c", src, "-o", str(keep_dir / f"{stem}.o"), *gencode_flags(spec), *flags,
+        *REFERENCE_FLAGS,
     ]  # fmt: skip
 
 

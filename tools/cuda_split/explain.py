@@ -14,11 +14,14 @@ params file, an input like any other: given each build's execroot (`bazel info
 execution_root`) and a build run with `--materialize_param_files`, the explanation shows
 which argument of that file differs.
 
-`arch-list` scans the device-preprocessed sources (`*.cpp1.ii`) under Bazel output
-directories and reports, per target, which sources' device code depends on the arch
-list of the build (`__CUDA_ARCH_LIST__`): CUB and Thrust (CCCL) name their inline
-namespaces after it (`CUB_300001_SM_800_900`), so those sources' PTX and cubins differ
-between arch sets and cannot be shared across builds with different `--archs`.
+`arch-list` reports, per target, which sources' device code depends on the arch list of
+the build (`__CUDA_ARCH_LIST__`): CUB and Thrust (CCCL) name their inline namespaces
+after it (`CUB_300001_SM_800_900`), so those sources' PTX and cubins differ between arch
+sets and cannot be shared across builds with different `--archs`. It reads the reports
+the split's arch-list checks leave under Bazel output directories
+(`*.<arch>.arch_list.txt`, output group `cuda_arch_list`: which included files name the
+macro), and for device-preprocessed sources without one (`*.cpp1.ii`) looks for CCCL's
+arch-list namespaces.
 """
 
 from __future__ import annotations
@@ -345,31 +348,50 @@ class ArchListUse:
     target: str
     source: str
     arch: str
-    namespaces: list[str]
+    # What makes the device code depend on the arch list: the included files that name
+    # __CUDA_ARCH_LIST__ (from an arch-list report), or CCCL namespaces found in the
+    # preprocessed source. Empty: it does not.
+    through: list[str]
+
+
+_REPORT = re.compile(r"^(\S+) (\S+): (?:depends on \S+ through: (.*?)|independent of \S+)(?:;|$)")
 
 
 def arch_list_uses(bin_dirs: Iterable[str]) -> list[ArchListUse]:
-    """Device-preprocessed sources (`<pkg>/_cuda/<target>/<src>.<arch>.cpp1.ii`) whose
-    device code names CCCL's arch-list namespaces."""
+    """Per source and virtual arch under `bin_dirs` (`<pkg>/_cuda/<target>/...`), what
+    makes its device code depend on the arch list."""
     found = []
     for bin_dir in bin_dirs:
+        reported = set()
+        for path in sorted(_walk(bin_dir, ".arch_list.txt")):
+            target = _target_of(bin_dir, path)
+            with open(path, encoding="utf-8") as f:
+                m = _REPORT.match(f.readline())
+            if not m:
+                raise ValueError(f"{path}: not an arch-list report")
+            through = m.group(3).split(", ") if m.group(3) else []
+            found.append(ArchListUse(target, m.group(1), m.group(2), through))
+            reported.add(path.removesuffix(".arch_list.txt"))
         for path in sorted(_walk(bin_dir, ".cpp1.ii")):
-            rel = os.path.relpath(path, bin_dir).replace(os.sep, "/")
-            pkg, sep, rest = rel.partition("/_cuda/")
-            if not sep:
-                pkg, rest = "", rel.removeprefix("_cuda/")
-            target, _, src = rest.partition("/")
+            if path.removesuffix(".cpp1.ii") in reported:
+                continue
             with open(path, "rb") as f:
                 text = f.read()
             names = sorted({n.decode() for n in ARCH_LIST_NAMESPACE.findall(text)})
-            stem, arch = _split_ii_name(os.path.basename(src))
+            _stem, arch = _split_ii_name(os.path.basename(path))
             # The preprocessor's first line marker names the source: `# 0 "pkg/x.cu"`.
             m = _FIRST_LINE_MARKER.match(text)
-            source = m.group(1).decode() if m else f"{pkg}/{os.path.dirname(src)}"
-            found.append(
-                ArchListUse(target=f"//{pkg}:{target}", source=source, arch=arch, namespaces=names)
-            )
+            source = m.group(1).decode() if m else os.path.relpath(path, bin_dir)
+            found.append(ArchListUse(_target_of(bin_dir, path), source, arch, names))
     return found
+
+
+def _target_of(bin_dir: str, path: str) -> str:
+    rel = os.path.relpath(path, bin_dir).replace(os.sep, "/")
+    pkg, sep, rest = rel.partition("/_cuda/")
+    if not sep:
+        pkg, rest = "", rel.removeprefix("_cuda/")
+    return f"//{pkg}:{rest.partition('/')[0]}"
 
 
 def _split_ii_name(name: str) -> tuple[str, str]:
@@ -389,7 +411,7 @@ def _walk(root: str, suffix: str) -> Iterator[str]:
 def format_arch_list(uses: Sequence[ArchListUse]) -> str:
     per_target: dict[str, dict[str, set[str]]] = {}
     for u in uses:
-        per_target.setdefault(u.target, {}).setdefault(u.source, set()).update(u.namespaces)
+        per_target.setdefault(u.target, {}).setdefault(u.source, set()).update(u.through)
     lines = []
     for target in sorted(per_target):
         sources = per_target[target]
@@ -402,11 +424,12 @@ def format_arch_list(uses: Sequence[ArchListUse]) -> str:
         lines.append(f"{target}: {verdict}")
         for s in sorted(dependent):
             lines.append(f"  {s}: {', '.join(sorted(dependent[s]))}")
-    if any(u.namespaces for u in uses):
+    if any(u.through for u in uses):
         lines.append(
-            "Device code of the sources above names the build's arch list (CUB/Thrust "
-            "namespaces): their PTX and cubins differ between arch sets, so builds with "
-            "other --archs do not share them."
+            "Device code of the sources above depends on the build's arch list "
+            "(__CUDA_ARCH_LIST__; CUB and Thrust name namespaces after it): their PTX and "
+            "cubins differ between arch sets, so builds with other archs do not share "
+            "them (see --@rules_cuda_split//cuda:device_arch_list=per_arch)."
         )
     return "\n".join(lines)
 

@@ -23,8 +23,9 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
+from cuda_split import archlist
 from cuda_split import plan as planlib
-from cuda_split.pipeline import file_name
+from cuda_split.pipeline import ARCH_LIST, file_name
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -53,7 +54,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         fromfile_prefix_chars="@",
     )
     p.add_argument(
-        "--kind", required=True, choices=[*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER]
+        "--kind",
+        required=True,
+        choices=[*planlib.STEP_KINDS, ARCH_LIST, MONO, *LINK_KINDS, REGISTER],
     )
     p.add_argument(
         "--link-input",
@@ -70,6 +73,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="register: the .module_id of each linked source, in link order",
     )
     p.add_argument("--mono-dir", default="", help="--kind mono: where intermediates go")
+    p.add_argument(
+        "--own-nvcc-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="arch_list: the arch flags the single-arch device preprocess had "
+        "(the --nvcc-flag arch flags are the build's)",
+    )
     p.add_argument("--arch", default="", help="virtual arch (cicc), real arch (ptxas)")
     p.add_argument("--nvcc", required=True, help="path to the SDK's bin/nvcc")
     p.add_argument("--src", default="", help="the .cu source, as the build names it")
@@ -231,15 +242,35 @@ def _strip_cwd_from_ptx(path: str) -> None:
             f.write(new)
 
 
+def _is_gcc(compiler: str) -> bool:
+    name = os.path.basename(compiler)
+    return "gcc" in name or "g++" in name or name in ("cc", "c++")
+
+
 def _deterministic(argv: list[str]) -> list[str]:
-    """Host-compiler options that keep the working directory out of outputs."""
+    """Host-compiler options that keep the working directory and the machine's file
+    layout out of outputs."""
+    extra = []
+    if _is_gcc(argv[0]):
+        # gcc names a system header by its real path where that is shorter: through a
+        # sandbox's symlinks that is the SDK's place on this machine, and a remote
+        # worker (real files) keeps the relative name. Bazel's C++ actions pass it too.
+        extra.append("-fno-canonical-system-headers")
     if "-E" in argv:
         # With -g, `gcc -E` writes `# 1 "<cwd>//"`; this flag drops it.
-        return [argv[0], "-fno-working-directory", *argv[1:]]
-    if any(a == "-g" or a.startswith("-g") and a[2:3].isdigit() for a in argv):
+        extra.append("-fno-working-directory")
+    elif any(a == "-g" or a.startswith("-g") and a[2:3].isdigit() for a in argv):
         # DW_AT_comp_dir and relative paths in debug info: map the cwd to ".".
-        return [argv[0], f"-fdebug-prefix-map={os.getcwd()}=.", *argv[1:]]
-    return argv
+        extra.append(f"-fdebug-prefix-map={os.getcwd()}=.")
+    return [argv[0], *extra, *argv[1:]]
+
+
+def _away_from_sources(argv: list[str], outputs: Sequence[str]) -> list[str]:
+    """`argv` for running in another directory: its tool, inputs and outputs absolute."""
+    out = [os.path.abspath(argv[0]) if "/" in argv[0] else argv[0]]
+    for a in argv[1:]:
+        out.append(os.path.abspath(a) if a in outputs or os.path.exists(a) else a)
+    return out
 
 
 def execute(
@@ -247,8 +278,15 @@ def execute(
     step: planlib.Step,
     files: Mapping[str, str],
     args: argparse.Namespace,
+    *,
+    hide_sources: bool = False,
 ) -> int:
-    """Run one step of `plan` with its files at `files`; check what it wrote."""
+    """Run one step of `plan` with its files at `files`; check what it wrote.
+
+    `hide_sources`: run in an empty directory (ptxas of compile_mode=mono). ptxas writes
+    the mtime and size of each source file that the PTX's `.file` directives name and it
+    can find into the cubin's line table; a split ptxas action has no sources (0, 0), a
+    mono action has them, with the mtimes of wherever it runs."""
     label = f"{step.kind} of {args.src}" + (f" for {step.arch}" if step.arch else "")
     with tempfile.TemporaryDirectory(prefix="cuda_split_") as scratch:
         cmd = StepCommand(
@@ -262,9 +300,14 @@ def execute(
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         env = dict(os.environ)
         env.update(cmd.env)
+        cwd = None
+        if hide_sources:
+            cwd = os.path.join(scratch, "cwd")
+            os.mkdir(cwd)
+            argv = _away_from_sources(argv, cmd.outputs)
         if args.verbose:
             print(shlex.join(argv), file=sys.stderr)
-        proc = subprocess.run(argv, env=env, check=False)
+        proc = subprocess.run(argv, env=env, check=False, cwd=cwd)
         if proc.returncode != 0:
             print(
                 f"cuda_split: {label} failed (exit {proc.returncode}):\n  {shlex.join(argv)}",
@@ -313,6 +356,56 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
     return execute(plan, step, files, args)
 
 
+def _same_but_arch_list(a: planlib.Step, b: planlib.Step) -> bool:
+    """Whether two device preprocess commands differ in nothing but `__CUDA_ARCH_LIST__`
+    (and the name of their output)."""
+
+    def comparable(step: planlib.Step) -> list[str]:
+        out = planlib.flag_value(step.argv, "-o")
+        return ["<out>" if x == out else x for x in archlist.without_arch_list(step.argv)]
+
+    return comparable(a) == comparable(b)
+
+
+def run_arch_list(args: argparse.Namespace, files: dict[str, str]) -> int:
+    """The build's `.cpp1.ii` for `--arch` from the single-arch one (`pre.ii:ARCH`): the
+    same file where nothing it includes names `__CUDA_ARCH_LIST__`, else nvcc's device
+    preprocess for the build's arch flags (see archlist.py). Writes a one-line report."""
+    arch = args.arch
+    pre, out = files[f"pre.ii:{arch}"], files[f"cpp1.ii:{arch}"]
+    host = args.host_compiler
+    full_plan = planlib.get_plan(planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, host))
+    full = full_plan.find(planlib.DEVICE_PREPROCESS, arch)
+    own = planlib.get_plan(
+        planlib.dryrun_argv(args.nvcc, args.src, args.own_nvcc_flag, host)
+    ).find(planlib.DEVICE_PREPROCESS, arch)
+    values = archlist.arch_list(full.argv), archlist.arch_list(own.argv)
+    users = [archlist.portable(u) for u in archlist.users(pre, full.argv)]
+    if not _same_but_arch_list(full, own):
+        rerun = "nvcc's command for the build's archs differs beyond the arch list"
+    elif users and values[0] != values[1]:
+        rerun = f"{archlist.MACRO}={values[0]}, not {values[1]}"
+    else:
+        rerun = ""
+    if rerun:
+        rc = execute(full_plan, full, {f"cpp1.ii:{arch}": out}, args)
+        if rc:
+            return rc
+    else:
+        shutil.copyfile(pre, out)
+    verdict = (
+        f"depends on {archlist.MACRO} through: {', '.join(users)}"
+        if users
+        else f"independent of {archlist.MACRO}"
+    )
+    verdict += f"; preprocessed again ({rerun})" if rerun else f"; the {arch}-only pass is used"
+    report = files.get(f"arch_list:{arch}")
+    if report:
+        with open(report, "w", encoding="utf-8") as f:
+            f.write(f"{args.src} {arch}: {verdict}\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     files = _parse_files(args.file)
     if args.kind == REGISTER:
@@ -322,6 +415,12 @@ def run(args: argparse.Namespace) -> int:
         return run_link(args, files)
     if not args.src:
         raise planlib.PlanError(f"--kind {args.kind} needs --src")
+    if args.kind == ARCH_LIST:
+        return run_arch_list(args, files)
+    pre = f"pre.ii:{args.arch}"
+    if args.kind == planlib.DEVICE_PREPROCESS and pre in files:
+        # The single-arch pass: nvcc's device preprocess, written where arch_list reads.
+        files[f"cpp1.ii:{args.arch}"] = files.pop(pre)
     plan = planlib.get_plan(
         planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
     )
@@ -339,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
         if step.kind == planlib.PTXAS:
             role = CHECK_ROLE_PREFIX + step.arch
             files.setdefault(role, os.path.join(args.mono_dir, file_name(stem, role)))
-        rc = execute(plan, step, files, args)
+        rc = execute(plan, step, files, args, hide_sources=step.kind == planlib.PTXAS)
         if rc:
             return rc
     return 0

@@ -1,0 +1,117 @@
+"""tools/cuda_split/archlist.py and the arch_list step: which device-preprocessed sources
+depend on `__CUDA_ARCH_LIST__`, and the build's `.cpp1.ii` made from the single-arch one
+against nvcc's own (`--keep`)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from cuda_split import archlist
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from fidelity import harness  # noqa: E402
+
+
+def test_line_marker_files() -> None:
+    lines = [
+        b'# 0 "a.cu"\n', b'# 0 "<built-in>"\n', b'# 1 "/cwd//"\n',
+        b'# 1 "inc/h \\"q\\".h" 1 3\n', b"int x;\n", b'# 5 "a.cu" 2\n',
+    ]  # fmt: skip
+    assert archlist.line_marker_files(lines) == [("a.cu", False), ('inc/h "q".h', True)]
+
+
+def test_users_names_files_and_command_line(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "uses.h").write_text("#if __CUDA_ARCH_LIST__ > 800\n#endif\n")
+    (tmp_path / "plain.h").write_text("int y;\n")
+    ii = tmp_path / "x.ii"
+    ii.write_text(
+        f'# 0 "{tmp_path}/x.cu"\n# 1 "{tmp_path}/plain.h" 1\n# 1 "{tmp_path}/uses.h" 1\n'
+        f'# 1 "{tmp_path}/gone.h" 1\n'
+    )
+    (tmp_path / "x.cu").write_text("int x;\n")
+    nvcc_own = ["gcc", "-D__CUDA_ARCH_LIST__=800,900", "-E"]
+    assert archlist.users(str(ii), nvcc_own) == [
+        f"{tmp_path}/uses.h", f"<unreadable> {tmp_path}/gone.h"
+    ]
+    assert archlist.users(str(ii), [*nvcc_own, "-DN=__CUDA_ARCH_LIST__"])[0] == "<command line>"
+    assert archlist.arch_list(nvcc_own) == "800,900"
+    assert archlist.without_arch_list(nvcc_own) == ["gcc", "-E"]
+
+
+def test_portable_names(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert archlist.portable(f"{tmp_path}/a/b.h") == "a/b.h"
+    assert archlist.portable("/opt/cuda/include/cccl/cub/x.cuh") == ".../include/cccl/cub/x.cuh"
+    assert archlist.portable("/usr/lib/gcc/x.h") == "x.h"
+    assert archlist.portable("ext//cuda/../x.h") == "ext/x.h"
+
+
+# A source whose device code uses the arch list itself, one that does not, and CUB.
+USES_LIST = """
+__device__ int archs[] = {__CUDA_ARCH_LIST__};
+__global__ void k(int* out) { *out = sizeof(archs) / sizeof(archs[0]); }
+"""
+PLAIN = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+CUB = """
+#include <cub/block/block_reduce.cuh>
+__global__ void k(int* out) {
+  using R = cub::BlockReduce<int, 128>;
+  __shared__ typename R::TempStorage t;
+  int s = R(t).Sum(threadIdx.x);
+  if (threadIdx.x == 0) *out = s;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "name, text, depends",
+    [("uses_list", USES_LIST, True), ("plain", PLAIN, False), ("cub", CUB, True)],
+)
+def test_arch_list_step_gives_nvccs_cpp1_ii(
+    sdk: pathlib.Path, tmp_path: pathlib.Path, name: str, text: str, depends: bool
+) -> None:
+    src = tmp_path / f"{name}.cu"
+    src.write_text(text)
+    spec, flags = "sm_80,sm_90", ["-gencode=arch=compute_80,code=sm_80",
+                                  "-gencode=arch=compute_90,code=sm_90"]  # fmt: skip
+    split = harness.split_compile(sdk, str(src), spec, [], tmp_path / "split", cwd=tmp_path)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    subprocess.run(
+        [str(sdk / "bin" / "nvcc"), "-ccbin", harness.HOST_COMPILER, "--keep", "--keep-dir",
+         str(keep), "-c", str(src), "-o", str(tmp_path / "x.o"), *flags, *harness.REFERENCE_FLAGS],
+        check=True, cwd=tmp_path,
+    )  # fmt: skip
+    for arch in ("compute_80", "compute_90"):
+        ours = split.paths[f"cpp1.ii:{arch}"].read_bytes()
+        assert ours == (keep / f"{name}.{arch}.cpp1.ii").read_bytes(), arch
+        single = split.paths[f"pre.ii:{arch}"].read_bytes()
+        # The single-arch pass is the build's exactly when nothing names the macro.
+        assert (single == ours) != depends, arch
+        report = split.paths[f"arch_list:{arch}"].read_text()
+        assert report.startswith(f"{src} {arch}: ")
+        assert ("depends on __CUDA_ARCH_LIST__" in report) == depends, report
+        assert ("preprocessed again" in report) == depends, report
+    if name == "cub":
+        report = split.paths["arch_list:compute_90"].read_text()
+        assert "include/cccl/cub/util_namespace.cuh" in report and str(sdk) not in report
+
+
+def test_single_arch_build_uses_the_single_arch_pass(sdk: pathlib.Path, tmp_path: pathlib.Path):
+    src = tmp_path / "uses_list.cu"
+    src.write_text(USES_LIST)
+    split = harness.split_compile(sdk, str(src), "sm_90", [], tmp_path / "s", cwd=tmp_path)
+    report = split.paths["arch_list:compute_90"].read_text()
+    assert "depends on __CUDA_ARCH_LIST__" in report
+    assert report.rstrip().endswith("the compute_90-only pass is used")
+    assert split.paths["pre.ii:compute_90"].read_bytes() == split.paths[
+        "cpp1.ii:compute_90"
+    ].read_bytes()
+    assert os.path.getsize(split.paths["ptx:compute_90"]) > 0

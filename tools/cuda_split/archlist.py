@@ -1,0 +1,95 @@
+"""Which device-preprocessed sources depend on the build's arch list.
+
+nvcc defines `__CUDA_ARCH_LIST__` (every virtual arch of the build) in each device
+preprocessing pass, so the command of the sm_90 pass changes with the other archs, and
+with it the pass's cache key. Its output changes only if some file the source includes
+uses the macro: CCCL does (CUB and Thrust name their namespaces after it), most code does
+not. So the split preprocesses each arch as if it were the only one (a command, and a
+cache key, of that arch alone), then checks the result against the real arch list:
+
+- no included file, and no argument, names `__CUDA_ARCH_LIST__`: the output cannot
+  depend on its value (the macro is defined either way, only its value differs), so the
+  single-arch output is the build's;
+- otherwise the source is preprocessed again with nvcc's command for the real list.
+
+The check is textual and conservative: a file that names the macro in a disabled `#if`
+branch still counts. (A macro name built by token pasting would escape it; nothing in the
+SDK or CCCL does that.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+
+MACRO = "__CUDA_ARCH_LIST__"
+_DEFINE = f"-D{MACRO}="
+
+_LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
+
+
+def line_marker_files(lines: Iterable[bytes]) -> list[tuple[str, bool]]:
+    """(file, is a system header) for each file that preprocessed lines' markers name,
+    in order of first appearance; `<built-in>`, `<command-line>` and gcc's working
+    directory marker (`# 1 "<cwd>//"`, with -g) are left out."""
+    seen: dict[str, bool] = {}
+    for line in lines:
+        if not line.startswith(b"# "):
+            continue
+        m = _LINE_MARKER.match(line)
+        if not m:
+            continue
+        name = re.sub(rb"\\(.)", rb"\1", m.group(1)).decode("utf-8", "surrogateescape")
+        if name.startswith("<") or name.endswith("//") or name in seen:
+            continue
+        seen[name] = b"3" in m.group(2).split()
+    return list(seen.items())
+
+
+def included_files(ii_path: str) -> list[tuple[str, bool]]:
+    """line_marker_files of the preprocessed file `ii_path`."""
+    with open(ii_path, "rb") as f:
+        return line_marker_files(f)
+
+
+def arch_list(argv: Sequence[str]) -> str | None:
+    """The value a preprocessing command gives `__CUDA_ARCH_LIST__`, or None."""
+    values = [a[len(_DEFINE):] for a in argv if a.startswith(_DEFINE)]
+    return values[-1] if values else None
+
+
+def without_arch_list(argv: Sequence[str]) -> list[str]:
+    """`argv` without its `-D__CUDA_ARCH_LIST__=...`."""
+    return [a for a in argv if not a.startswith(_DEFINE)]
+
+
+def users(ii_path: str, argv: Sequence[str]) -> list[str]:
+    """What makes the preprocessed `ii_path` (written by `argv`) depend on the arch list:
+    the included files that name the macro, `<command line>` if an argument other than
+    nvcc's own definition names it, and `<unreadable> FILE` for an included file that
+    cannot be read (it might). Empty: the output is the same for every arch list."""
+    found = []
+    if any(MACRO in a for a in without_arch_list(argv)):
+        found.append("<command line>")
+    needle = MACRO.encode()
+    for name, _system in included_files(ii_path):
+        try:
+            with open(name, "rb") as f:
+                if needle in f.read():
+                    found.append(name)
+        except OSError:
+            found.append(f"<unreadable> {name}")
+    return found
+
+
+def portable(name: str) -> str:
+    """A file name as a report may show it: relative to the working directory where it
+    is under it, else from its `include/` directory on (no build-machine paths)."""
+    if not os.path.isabs(name):
+        return os.path.normpath(name)
+    for base in {os.getcwd(), os.path.realpath(os.getcwd())}:
+        if name.startswith(base + os.sep):
+            return os.path.normpath(name[len(base) + 1:])
+    head, sep, tail = name.rpartition("/include/")
+    return f".../include/{tail}" if sep else os.path.basename(name)
