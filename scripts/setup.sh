@@ -125,18 +125,21 @@ EOF
     python3 -m pip install -q --disable-pip-version-check $flags -r scripts/requirements-dev.txt
 }
 
-# The project's console scripts (nvcc-split, cuda-split), from tools/ in place.
+# The project's console scripts (nvcc-split, cuda-split), from tools/ in place, with the
+# `remote` extra (grpcio, protobuf, pinned in pyproject.toml) for nvcc-split --remote.
 install_project() {
     local stamp="$ROOT/.cache/project.stamp" want
     want="$(sha256_of pyproject.toml)"
-    if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] && python3 -c 'import cuda_split' 2>/dev/null; then
+    if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] &&
+        python3 -c 'import cuda_split, grpc, google.protobuf' 2>/dev/null; then
         return 0
     fi
-    log "installing the cuda_split package (editable) and its console scripts"
+    log "installing the cuda_split package (editable, with its remote extra) and its console scripts"
     local flags
     flags="$(pip_system_flags)"
+    # With dependencies: grpcio needs typing-extensions.
     # shellcheck disable=SC2086  # $flags is empty or one flag
-    python3 -m pip install -q --disable-pip-version-check --no-deps $flags -e .
+    python3 -m pip install -q --disable-pip-version-check $flags -e ".[remote]"
     mkdir -p "$ROOT/.cache"
     echo "$want" >"$stamp"
 }

@@ -39,10 +39,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from cuda_split import cache as cachelib
 from cuda_split import plan as planlib
 from cuda_split.step import StepCommand
+
+if TYPE_CHECKING:
+    from cuda_split import remote as remotelib
 
 PROG = "nvcc-split"
 
@@ -70,9 +74,17 @@ _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 # cache keeps them with the path in the step's root (StepSpec), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
+# Steps that --remote-exec runs on the backend's workers: their inputs are files of the
+# plan, and the SDK files they read are known (the tool; cicc's libdevice). The others
+# run locally (with the remote cache).
+REMOTE_EXEC_KINDS = (planlib.CICC, planlib.PTXAS)
+
 # Tool flags with which the output records the base names of the step's files: ptxas -g
 # (nvcc -G) writes its command line into the cubin. (fatbinary: to be safe.)
 _NAME_RECORDING = {planlib.PTXAS: ("-g", "--device-debug"), planlib.FATBINARY: ("-g",)}
+
+# File name suffixes of roles whose name is not nvcc's suffix (StepSpec's names).
+_ROLE_SUFFIXES = {"stub": "cudafe1.stub.c"}
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -484,17 +496,22 @@ class Options:
     graph: str
     table: str
     table_append: bool
+    remote: str = ""  # REAPI endpoint, "" for none
+    remote_instance: str = ""
+    remote_exec: bool = False
+    remote_upload: bool = True
+    remote_properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class StepSpec:
     """A step as a hermetic command: its command line with relative paths into an input
-    root that holds its plan inputs under role-derived names (`in/ptx.compute_90`), the
-    SDK files it runs and reads (`sdk/bin/ptxas`), and its outputs (`out/cubin.sm_90`).
+    root that holds its plan inputs under role-derived names (`in/compute_90.ptx`), the
+    SDK files it runs and reads (`sdk/bin/ptxas`), and its outputs (`out/sm_90.cubin`).
 
     Nothing in it depends on the build directory, where the SDK lives, or the other archs
     of the build (nvcc names its files `x.ptx` with one virtual arch, `x.compute_90.ptx`
-    with several). The local cache keys a step by it.
+    with several). The local cache keys a step by it; `--remote` makes a REAPI Action of it.
     """
 
     arguments: list[str]
@@ -503,6 +520,7 @@ class StepSpec:
     tools: dict[str, str]  # path in the root -> local path (SDK files)
     outputs: dict[str, str]  # role -> path in the root
     cwd: str  # the working directory where the outputs name it, else ""
+    no_remote_exec: str  # why the step cannot run on a remote worker ("" if it can)
 
 
 class Runner:
@@ -531,6 +549,19 @@ class Runner:
         here = env.get("_HERE_", os.path.dirname(opts.nvcc))
         self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
         self._specs: dict[int, StepSpec] = {}
+        self.remote = self._connect() if opts.remote else None
+
+    def _connect(self) -> remotelib.Remote | None:
+        try:
+            from cuda_split import remote as remotelib
+        except ImportError as e:
+            _say(f"warning: --remote needs grpcio and protobuf (pip install 'cuda-split[remote]'): "
+                 f"{e}; building without the remote")  # fmt: skip
+            return None
+        return remotelib.Remote(
+            self.opts.remote, self.opts.remote_instance, self.opts.remote_properties,
+            self._tool_digest, _say, self.cache.root if self.cache is not None else None,
+        )  # fmt: skip
 
     def _tool_digest(self, path: str) -> str:
         if self.cache is not None:
@@ -561,7 +592,7 @@ class Runner:
         names = _records_names(node)
 
         def name(role: str, path: str) -> str:
-            return os.path.basename(path) if names else role.replace(":", ".")
+            return os.path.basename(path) if names else _role_file_name(role)
 
         mapping: dict[str, str] = {}
         inputs, outputs = {}, {}
@@ -597,9 +628,16 @@ class Runner:
         cwd = ""
         if node.step.kind == planlib.CICC and any(f in argv for f in _CICC_CWD_FLAGS):
             cwd = os.getcwd()
+        why = ""
+        if node.step.kind not in REMOTE_EXEC_KINDS:
+            why = f"{node.step.kind} runs locally"
+        elif tool is None:
+            why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
+        elif cwd:
+            why = "its output names the working directory (-G/-lineinfo)"
         found = StepSpec(
             arguments=[tool or os.path.basename(argv[0]), *rest], env=env, inputs=inputs,
-            tools=tools, outputs=outputs, cwd=cwd,
+            tools=tools, outputs=outputs, cwd=cwd, no_remote_exec=why,
         )  # fmt: skip
         self._specs[node.index] = found
         return found
@@ -692,7 +730,8 @@ class Runner:
     def run_node(self, node: Node) -> Node:
         start = time.monotonic()
         try:
-            if self.cache is not None and node.step.kind in CACHED_KINDS:
+            cached = self.cache is not None or self.remote is not None
+            if cached and node.step.kind in CACHED_KINDS:
                 self._run_cached(node)
             elif self.cache is not None and node.step.kind in PREPROCESS_KINDS:
                 self._run_preprocess_cached(node)
@@ -705,26 +744,81 @@ class Runner:
         return node
 
     def _run_cached(self, node: Node) -> None:
-        assert self.cache is not None
+        """A step keyed by its command and inputs: the local cache, then the remote one
+        (--remote), then run it (on the backend with --remote-exec), store, upload."""
         parts = self.key_parts(node)
         node.key = cachelib.key_of(parts)
         ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
-        entry, why = self.cache.lookup(node.key)
-        if entry is not None and self._restore(node, entry):
-            node.cache = "hit"
-            node.explain = "hit"
+        why = "absent"
+        if self.cache is not None:
+            entry, why = self.cache.lookup(node.key)
+            if entry is not None and self._restore(node, entry):
+                node.cache = node.explain = "hit"
+                self.cache.record_parts(ident, parts)
+                return
+        if why.startswith("corrupt"):
+            explain = f"miss: the entry was {why}; rebuilt and overwritten"
+        elif self.cache is not None:
+            last = self.cache.last_parts(ident)
+            explain = "miss: " + cachelib.explain_difference(last, parts)
         else:
-            node.cache = "miss"
-            if why.startswith("corrupt"):
-                node.explain = f"miss: the entry was {why}; rebuilt and overwritten"
+            explain = "miss: no local cache"
+        remote, prepared, spec = self.remote, None, self.spec(node)
+        if remote is not None and remote.usable:
+            prepared = remote.prepare(spec)
+            found, note = remote.lookup(prepared, spec)
+            if found is not None:
+                self._take(node, spec, found)
+                node.cache = "remote-hit"
+                node.explain = f"remote hit (action {prepared.short}); local {explain}"
+                if self.cache is not None:
+                    self._store(node)
+                    self.cache.record_parts(ident, parts)
+                return
+            explain += f"; {note}"
+        node.cache = "miss"
+        if prepared is not None and remote is not None and self.opts.remote_exec:
+            if spec.no_remote_exec:
+                explain += f"; run locally: {spec.no_remote_exec}"
             else:
-                last = self.cache.last_parts(ident)
-                node.explain = "miss: " + cachelib.explain_difference(last, parts)
+                if self.opts.verbose:
+                    _say(f"run {node.label} remotely: action {prepared.short}")
+                done, note = remote.execute(prepared, spec)
+                if done is not None:
+                    self._take(node, spec, done)
+                    node.cache = "remote-exec"
+                    explain += f"; executed remotely (on {done.worker or 'a worker'})"
+                else:
+                    explain += f"; {note}; run locally"
+        if node.cache == "miss":
             self._execute(node)
-            if node.rc == 0:
-                self._store(node)
-        if node.rc == 0:
+            if node.rc == 0 and prepared is not None and remote is not None:
+                if self.opts.remote_upload:
+                    explain += "; " + remote.upload(prepared, self._outcome(node, spec))
+        node.explain = explain
+        if node.rc == 0 and self.cache is not None:
+            self._store(node)
             self.cache.record_parts(ident, parts)
+
+    def _take(self, node: Node, spec: StepSpec, outcome: remotelib.Outcome) -> None:
+        """Write what the remote produced for the step where the step would have."""
+        by_rel = {rel: role for role, rel in spec.outputs.items()}
+        for rel, data in outcome.outputs.items():
+            role = by_rel[rel]
+            with open(node.outputs[role], "wb") as f:
+                f.write(self.localize(node, role, data))
+        node.stdout, node.stderr = outcome.stdout, outcome.stderr
+        node.rc = 0
+
+    def _outcome(self, node: Node, spec: StepSpec) -> remotelib.Outcome:
+        """A locally run step's result, as the remote keeps it."""
+        from cuda_split.remote import Outcome
+
+        outputs = {}
+        for role, path in node.outputs.items():
+            with open(path, "rb") as f:
+                outputs[spec.outputs[role]] = self.portable(node, role, f.read())
+        return Outcome(outputs, node.stdout, node.stderr, node.rc or 0)
 
     def _run_preprocess_cached(self, node: Node) -> None:
         assert self.cache is not None
@@ -855,6 +949,8 @@ class Runner:
                         failed.append(node)
         if self.cache is not None:
             self.cache.added(self.bytes_added)
+        if self.remote is not None:
+            self.remote.close()
         if failed:
             # Steps that ran side by side may report the same error (both preprocessors
             # miss a header): show the one nvcc, running in plan order, would have shown.
@@ -914,6 +1010,14 @@ def _manifest_variants(entry: cachelib.Entry) -> list[list[tuple[str, str]]]:
         return [[(str(p), str(d)) for p, d in v] for v in variants]
     except (ValueError, TypeError):
         return []
+
+
+def _role_file_name(role: str) -> str:
+    """A file name for a role that keeps the suffix tools look at (cicc takes only
+    `.i`/`.ii`/... inputs): `ptx:compute_90` -> `compute_90.ptx`."""
+    kind, _, arch = role.partition(":")
+    suffix = _ROLE_SUFFIXES.get(kind, kind)
+    return f"{arch}.{suffix}" if arch else suffix
 
 
 def _records_names(node: Node) -> bool:
@@ -991,7 +1095,8 @@ def write_table(path: str, rows: Sequence[Mapping[str, str]], append: bool) -> N
 def graph_text(source: str, nodes: Sequence[Node]) -> str:
     """The DAG in Graphviz dot: one node per step (kind, arch, seconds, cache)."""
     lines = [f"digraph {_dot_quote(os.path.basename(source))} {{", "  rankdir=LR;"]
-    colors = {"hit": "palegreen", "miss": "lightsalmon", "off": "lightgrey"}
+    colors = {"hit": "palegreen", "remote-hit": "palegreen", "remote-exec": "lightblue",
+              "miss": "lightsalmon", "off": "lightgrey"}  # fmt: skip
     for n in nodes:
         label = f"{n.label}\\n{n.seconds:.2f} s\\n{n.cache}"
         color = colors.get(n.cache, "white")
@@ -1033,9 +1138,19 @@ def _driver_parser() -> argparse.ArgumentParser:
                    "$CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)")
     p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
     p.add_argument("--no-cache", action="store_true", help="run every step")
-    p.add_argument("--remote", default="", help="REAPI endpoint (grpc://HOST:PORT); "
-                   "not implemented yet")
-    p.add_argument("--remote-instance", default="", help="REAPI instance name")
+    p.add_argument("--remote", default="", metavar="grpc://HOST:PORT",
+                   help="a REAPI server: its action cache is used after the local cache, "
+                   "and results of steps run here are uploaded to it")
+    p.add_argument("--remote-instance", default="", metavar="NAME",
+                   help="the REAPI instance name (default: \"\")")
+    p.add_argument("--remote-exec", action="store_true",
+                   help="run cicc and ptxas steps that miss both caches on the server's "
+                   "workers (their tool and SDK files are uploaded)")
+    p.add_argument("--remote-upload", action=argparse.BooleanOptionalAction, default=True,
+                   help="upload the results of steps run locally (default: yes)")
+    p.add_argument("--remote-exec-property", action="append", default=[],
+                   metavar="KEY=VALUE", help="a platform property of the remote actions "
+                   "(part of their key), e.g. OSFamily=linux; repeatable")
     p.add_argument("--graph", default="", metavar="FILE.dot", help="write the step DAG")
     p.add_argument("--table", default="", metavar="FILE.csv",
                    help="write a row per step: kind, arch, seconds, cache hit")
@@ -1051,7 +1166,7 @@ def _driver_parser() -> argparse.ArgumentParser:
 # Driver options that take a value (to find where the driver's arguments end).
 _DRIVER_VALUE_OPTIONS = {
     "--nvcc", "-j", "--jobs", "--cache-dir", "--cache-max-size", "--remote",
-    "--remote-instance", "--graph", "--table",
+    "--remote-instance", "--remote-exec-property", "--graph", "--table",
 }  # fmt: skip
 
 
@@ -1081,8 +1196,16 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         max_size = cachelib.parse_size(ns.cache_max_size)
     except ValueError as e:
         p.error(str(e))
-    if ns.remote:
-        p.error("--remote (REAPI) is not implemented yet")
+    if ns.remote and not re.fullmatch(r"(grpcs?://)?[^/\s]+/?", ns.remote):
+        p.error(f"--remote {ns.remote}: expected grpc://HOST:PORT (or grpcs://HOST:PORT)")
+    if ns.remote_exec and not ns.remote:
+        p.error("--remote-exec needs --remote")
+    properties = []
+    for prop in ns.remote_exec_property:
+        name, sep, value = prop.partition("=")
+        if not sep or not name:
+            p.error(f"--remote-exec-property wants KEY=VALUE, got '{prop}'")
+        properties.append((name, value))
     return Options(
         nvcc=nvcc,
         jobs=max(1, ns.jobs),
@@ -1093,6 +1216,11 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         graph=ns.graph,
         table=ns.table,
         table_append=ns.table_append,
+        remote=ns.remote,
+        remote_instance=ns.remote_instance,
+        remote_exec=ns.remote_exec,
+        remote_upload=ns.remote_upload,
+        remote_properties=properties,
     )
 
 
