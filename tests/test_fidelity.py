@@ -104,6 +104,9 @@ FLAG_SETS = [
     FlagSet("sm_80+sm_90", "sm_80,sm_90"),
     # PTX only: nvcc checks it with a ptxas run that writes nothing.
     FlagSet("compute_90-only", "compute_90"),
+    # PTX only for compute_80: CUDA 13.0's nvcc runs no ptxas check of it (its plan has
+    # none), and neither does the split.
+    FlagSet("sm_75+compute_80-only", "sm_75,compute_80"),
 ]
 
 
@@ -162,6 +165,11 @@ def test_split_matches_nvcc(
     assert set(pair.compared_roles()) == expected_roles(fs.spec)
     if not any(g.reals for g in pipeline.parse_arch_spec(fs.spec)):
         assert pair.nvcc.ptx_checks, "nvcc checks PTX-only code with ptxas"
+    for g in pipeline.parse_arch_spec(fs.spec):
+        if not g.reals:
+            check = pair.split.paths[f"ptxcheck:{g.virtual}"].read_text()
+            checked = g.virtual in pair.nvcc.ptx_checks
+            assert check.startswith("ptxas accepted" if checked else "nvcc's plan runs no"), check
 
     cwd = bytes(pair.cwd)
     # -G: cicc also writes the working directory as DW_AT_comp_dir into the PTX's

@@ -266,6 +266,7 @@ def _cuda_library_impl(ctx):
             cuda_ptx = depset(ptx),
             cuda_cubin = depset(cubins),
             cuda_fatbin = depset(fatbins),
+            cuda_arch_list = depset([f for o in outputs for r, f in o.files.items() if r.startswith("arch_list:")]),
         ),
     ]
 
