@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 
@@ -223,12 +224,21 @@ def test_arch_list_report_per_target(
         "__CUDA_ARCH_LIST__; the compute_80-only pass is used\n",
     }
     _execroot(tmp_path, files)
+    # A report left by an earlier build: its .cpp1.ii was written later (per_arch mode
+    # has no arch-list check), so the .cpp1.ii is read instead.
+    stale = tmp_path / "rep/_cuda/t/f"
+    stale.mkdir()
+    (stale / "f.compute_90.arch_list.txt").write_text(
+        "rep/f.cu compute_90: depends on __CUDA_ARCH_LIST__ through: x.cuh; ...\n"
+    )
+    (stale / "f.compute_90.cpp1.ii").write_text('# 0 "rep/f.cu"\nint f;')
+    os.utime(stale / "f.compute_90.arch_list.txt", (1e9, 1e9))
     assert explain.main(["arch-list", str(tmp_path), f"--json={tmp_path / 'uses.json'}"]) == 0
     out = capsys.readouterr().out
     assert "//other:plain: none of 1 sources depends on the arch list" in out
     assert "//pkg:lib: 1 of 2 sources depend on the arch list" in out
     assert "  pkg/a.cu: CUB_300001_SM_800_900, THRUST_300001_SM_900_NS" in out
-    assert "//rep:t: 1 of 2 sources depend on the arch list" in out
+    assert "//rep:t: 1 of 3 sources depend on the arch list" in out
     assert "  rep/d.cu: <command line>, external/cuda/include/cccl/cub/util_namespace.cuh" in out
     assert "CUB_1_SM_900" not in out
     uses = json.loads((tmp_path / "uses.json").read_text())

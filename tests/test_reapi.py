@@ -302,13 +302,25 @@ def per_arch_builds(
     build_b: Build,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Build, Build]:
+    flags = [PER_ARCH, *backend.remote_cache_flags()]
+    return _builds_a_b(checkouts, tmp_path_factory, "per-arch", flags, PER_ARCH_TARGETS)
+
+
+def _builds_a_b(
+    checkouts: Checkouts,
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    flags: list[str],
+    targets: list[str],
+) -> tuple[Build, Build]:
+    """Build A (sm_80,sm_90; checkout 1, output base 1), then B (sm_90; checkout 2,
+    output base 2), with `flags`."""
     one, two, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
-    flags = [PER_ARCH, *backend.remote_cache_flags()]
-    a = _build(one, bases["1"], logs / "pa-a.json", ARCHS + "sm_80,sm_90", *flags,
-               targets=PER_ARCH_TARGETS)  # fmt: skip
-    b = _build(two, bases["2"], logs / "pa-b.json", ARCHS + "sm_90", *flags,
-               targets=PER_ARCH_TARGETS)  # fmt: skip
+    a = _build(one, bases["1"], logs / f"{name}-a.json", ARCHS + "sm_80,sm_90", *flags,
+               targets=targets)  # fmt: skip
+    b = _build(two, bases["2"], logs / f"{name}-b.json", ARCHS + "sm_90", *flags,
+               targets=targets)  # fmt: skip
     return a, b
 
 
@@ -342,14 +354,8 @@ def mono_builds(
     build_b: Build,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Build, Build]:
-    one, two, bases = checkouts
-    logs = tmp_path_factory.mktemp("logs")
     flags = [MONO, *backend.remote_cache_flags()]
-    a = _build(
-        one, bases["1"], logs / "mono-a.json", ARCHS + "sm_80,sm_90", *flags, targets=MONO_TARGETS
-    )
-    b = _build(two, bases["2"], logs / "mono-b.json", ARCHS + "sm_90", *flags, targets=MONO_TARGETS)
-    return a, b
+    return _builds_a_b(checkouts, tmp_path_factory, "mono", flags, MONO_TARGETS)
 
 
 def test_mono_mode_shares_nothing_across_arch_sets(

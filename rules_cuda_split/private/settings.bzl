@@ -40,11 +40,14 @@ archs_flag = rule(
           "groups separated by `;`). Checked against the SDK at analysis time.",
 )
 
+def _accepted_value(ctx, accepted):
+    value = ctx.build_setting_value
+    if value not in accepted:
+        fail("--%s=%s: accepted values are %s" % (ctx.label, value, ", ".join(accepted)))
+    return value
+
 def _compile_mode_flag_impl(ctx):
-    mode = ctx.build_setting_value
-    if mode not in COMPILE_MODES:
-        fail("--%s=%s: accepted values are %s" % (ctx.label, mode, ", ".join(COMPILE_MODES)))
-    return [CudaCompileModeInfo(mode = mode)]
+    return [CudaCompileModeInfo(mode = _accepted_value(ctx, COMPILE_MODES))]
 
 compile_mode_flag = rule(
     implementation = _compile_mode_flag_impl,
@@ -55,10 +58,7 @@ compile_mode_flag = rule(
 )
 
 def _device_arch_list_flag_impl(ctx):
-    mode = ctx.build_setting_value
-    if mode not in DEVICE_ARCH_LIST_MODES:
-        fail("--%s=%s: accepted values are %s" % (ctx.label, mode, ", ".join(DEVICE_ARCH_LIST_MODES)))
-    return [CudaDeviceArchListInfo(mode = mode)]
+    return [CudaDeviceArchListInfo(mode = _accepted_value(ctx, DEVICE_ARCH_LIST_MODES))]
 
 device_arch_list_flag = rule(
     implementation = _device_arch_list_flag_impl,

@@ -364,6 +364,8 @@ def arch_list_uses(bin_dirs: Iterable[str]) -> list[ArchListUse]:
     for bin_dir in bin_dirs:
         reported = set()
         for path in sorted(_walk(bin_dir, ".arch_list.txt")):
+            if _stale_report(path):
+                continue
             target = _target_of(bin_dir, path)
             with open(path, encoding="utf-8") as f:
                 m = _REPORT.match(f.readline())
@@ -384,6 +386,19 @@ def arch_list_uses(bin_dirs: Iterable[str]) -> list[ArchListUse]:
             source = m.group(1).decode() if m else os.path.relpath(path, bin_dir)
             found.append(ArchListUse(_target_of(bin_dir, path), source, arch, names))
     return found
+
+
+# A report older than the .cpp1.ii beside it by more than this is from an earlier build
+# (one with device_arch_list=build, before a per_arch build wrote the .cpp1.ii itself).
+_STALE_SECONDS = 2.0
+
+
+def _stale_report(path: str) -> bool:
+    ii = path.removesuffix(".arch_list.txt") + ".cpp1.ii"
+    try:
+        return os.path.getmtime(ii) - os.path.getmtime(path) > _STALE_SECONDS
+    except OSError:
+        return False
 
 
 def _target_of(bin_dir: str, path: str) -> str:
