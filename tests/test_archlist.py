@@ -43,6 +43,22 @@ def test_users_names_files_and_command_line(tmp_path: pathlib.Path) -> None:
     assert archlist.users(str(ii), [*nvcc_own, "-DN=__CUDA_ARCH_LIST__"])[0] == "<command line>"
     assert archlist.arch_list(nvcc_own) == "800,900"
     assert archlist.without_arch_list(nvcc_own) == ["gcc", "-E"]
+    assert archlist.any_arch_list(nvcc_own) == ["gcc", "-D__CUDA_ARCH_LIST__=", "-E"]
+
+
+def test_users_output_and_second_definition(tmp_path: pathlib.Path) -> None:
+    """No included file names the macro, but the output does (gcc -dD writes the command
+    line's definitions), or the command defines it twice (gcc warns where they differ)."""
+    (tmp_path / "x.cu").write_text("int x;\n")
+    ii = tmp_path / "x.ii"
+    ii.write_text(f'# 0 "{tmp_path}/x.cu"\n# 0 "<command-line>"\n#define __CUDA_ARCH_LIST__ 900\n')
+    nvcc_own = ["gcc", "-D__CUDA_ARCH_LIST__=900", "-E"]
+    assert archlist.users(str(ii), nvcc_own) == ["<output>"]
+    ii.write_text(f'# 0 "{tmp_path}/x.cu"\nint x;\n')
+    assert archlist.users(str(ii), nvcc_own) == []
+    twice = [*nvcc_own, "-D__CUDA_ARCH_LIST__=900"]
+    assert archlist.users(str(ii), twice) == ["<command line>"]
+    assert archlist.arch_lists(twice) == ["900", "900"]
 
 
 def test_portable_names(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -370,23 +370,28 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
 
 @pytest.mark.parametrize("flags", [[], ["-G"]], ids=["default", "G"])
 def test_arch_subset_reuses_per_arch_steps(sdk, tmp_path, flags):
-    """After an sm_80+sm_90 build, a build for sm_90 alone takes its cicc and ptxas from
-    the cache: keys name the plan's files by role, not by nvcc's names for them (which
-    depend on the number of archs: `x.compute_90.ptx` with two, `x.ptx` with one). With
-    -G, ptxas writes the base names of its files into the cubin: it misses there, and the
-    object is nvcc's all the same (cicc's stub, restored from the two-arch build, names
-    its own path as the one-arch build has it)."""
+    """After an sm_80+sm_90 build, a build for sm_90 alone takes its device preprocess,
+    cicc and ptxas from the cache: keys name the plan's files by role, not by nvcc's
+    names for them (which depend on the number of archs: `x.compute_90.ptx` with two,
+    `x.ptx` with one), and the preprocessors' keys leave `__CUDA_ARCH_LIST__` (`800,900`
+    vs `900`) out where nothing the source includes names it. With -G, ptxas writes the base
+    names of its files into the cubin: it misses there, and the object is nvcc's all the
+    same (cicc's stub, restored from the two-arch build, names its own path as the
+    one-arch build has it). The dependency file, from the restored preprocessed files, is
+    nvcc's too."""
     src = "examples/saxpy/saxpy.cu"
     cache = tmp_path / "cache"
     gencode = ["-gencode", "arch=compute_90,code=sm_90"]
     both = [*HOST, "-I.", *flags, "-gencode", "arch=compute_80,code=sm_80", *gencode, "-c", src]
     run_driver(sdk, [*both, "-o", str(tmp_path / "both.o")], cache)
-    one = [*HOST, "-I.", *flags, *gencode, "-c", src]
+    one = [*HOST, "-I.", *flags, *gencode, "-c", src, "-MD"]
     table = tmp_path / "t.csv"
     proc = run_driver(sdk, [*one, "-o", str(tmp_path / "one.o")], cache, "--table", str(table),
                       "--explain")  # fmt: skip
     rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(table)}
-    assert rows[("cicc", "compute_90")] == "hit", proc.stderr
+    for step in (("device_preprocess", "compute_90"), ("host_preprocess", ""),
+                 ("cicc", "compute_90")):  # fmt: skip
+        assert rows[step] == "hit", (step, proc.stderr)
     if "-G" in flags:
         assert rows[("ptxas", "sm_90")] == "miss"
         assert "added in/saxpy.ptx out/saxpy.cubin" in proc.stderr
@@ -396,6 +401,71 @@ def test_arch_subset_reuses_per_arch_steps(sdk, tmp_path, flags):
     keep.mkdir()
     run_nvcc(sdk, [*one, "-o", str(tmp_path / "nvcc.o"), "--keep", "--keep-dir", str(keep)])
     assert (tmp_path / "one.o").read_bytes() == (tmp_path / "nvcc.o").read_bytes()
+    assert (tmp_path / "one.d").read_text().replace("one.o", "X") == (
+        tmp_path / "nvcc.d"
+    ).read_text().replace("nvcc.o", "X")
+
+
+# Device code that uses the arch list itself, CUB (whose namespace names it), and code
+# that does not.
+USES_ARCH_LIST = """
+__device__ int archs[] = {__CUDA_ARCH_LIST__};
+__global__ void k(int* out) { *out = sizeof(archs) / sizeof(archs[0]); }
+"""
+CUB_SOURCE = """
+#include <cub/block/block_reduce.cuh>
+__global__ void k(int* out) {
+  using R = cub::BlockReduce<int, 128>;
+  __shared__ typename R::TempStorage t;
+  int s = R(t).Sum(threadIdx.x);
+  if (threadIdx.x == 0) *out = s;
+}
+"""
+PLAIN_SOURCE = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+
+
+@pytest.mark.parametrize(
+    "name, text, flags, user",
+    [("uses_list", USES_ARCH_LIST, [], "uses_list.cu"),
+     ("cub", CUB_SOURCE, [], "include/cccl/cub/util_namespace.cuh"),
+     # gcc -dD writes the command line's #defines, the arch list's too, into the output.
+     ("dD", PLAIN_SOURCE, ["-Xcompiler", "-dD"], "<output>"),
+     # A second definition: gcc warns of it where the values differ.
+     ("redefined", PLAIN_SOURCE, ["-Xcompiler", "-D__CUDA_ARCH_LIST__=900"], "<command line>")],
+    ids=["uses_list", "cub", "dD", "redefined"],
+)  # fmt: skip
+def test_arch_list_users_miss_across_arch_sets(sdk, tmp_path, name, text, flags, user):
+    """Sources whose preprocessed device code depends on `__CUDA_ARCH_LIST__`: an sm_90
+    build after an sm_80+sm_90 one preprocesses compute_90 again (and --explain says
+    through what), each build's object is nvcc's for its archs, and a build for both
+    again takes the first build's output."""
+    src = tmp_path / f"{name}.cu"
+    src.write_text(text)
+    cache = tmp_path / "cache"
+    one = ["-gencode", "arch=compute_90,code=sm_90"]
+    both = ["-gencode", "arch=compute_80,code=sm_80", *one]
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    errors = {}
+    for build, archs in (("both", both), ("one", one), ("again", both)):
+        args = [*HOST, *flags, *archs, "-c", str(src)]
+        table = tmp_path / f"{build}.csv"
+        proc = run_driver(sdk, [*args, "-o", str(tmp_path / f"{build}.o")], cache, "--explain",
+                          "--table", str(table))  # fmt: skip
+        errors[build] = proc.stderr
+        rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(table)}
+        expected = "hit" if build == "again" else "miss"
+        assert rows[("device_preprocess", "compute_90")] == expected, (build, proc.stderr)
+        if build != "again":
+            ref = tmp_path / f"nvcc-{build}.o"
+            run_nvcc(sdk, [*args, "-o", str(ref), "--keep", "--keep-dir", str(keep)])
+            assert (tmp_path / f"{build}.o").read_bytes() == ref.read_bytes(), build
+    assert (tmp_path / "again.o").read_bytes() == (tmp_path / "nvcc-both.o").read_bytes()
+    line = next(x for x in errors["one"].splitlines() if "device_preprocess[compute_90]" in x)
+    assert "miss: depends on __CUDA_ARCH_LIST__ through " in line and user in line, line
+    assert "nothing cached for -D__CUDA_ARCH_LIST__=900" in line, line
+    first = next(x for x in errors["both"].splitlines() if "device_preprocess[compute_90]" in x)
+    assert "its value is part of the key" in first, first
 
 
 def _all_entries(cache: pathlib.Path) -> list[pathlib.Path]:

@@ -14,7 +14,10 @@ cache key, of that arch alone), then checks the result against the real arch lis
 
 The check is textual and conservative: a file that names the macro in a disabled `#if`
 branch still counts. (A macro name built by token pasting would escape it; nothing in the
-SDK or CCCL does that.)
+SDK or CCCL does that.) Two cases with no such file also count: an output that names the
+macro itself (`-Xcompiler -dD` writes the command line's `#define`s into it), and a
+command that defines it more than once (the compiler warns of the redefinition, or not,
+by the values).
 """
 
 from __future__ import annotations
@@ -53,9 +56,15 @@ def included_files(ii_path: str) -> list[tuple[str, bool]]:
         return line_marker_files(f)
 
 
+def arch_lists(argv: Sequence[str]) -> list[str]:
+    """The values a preprocessing command gives `__CUDA_ARCH_LIST__` (`-D` attached, as
+    nvcc writes its own), in order."""
+    return [a[len(_DEFINE):] for a in argv if a.startswith(_DEFINE)]
+
+
 def arch_list(argv: Sequence[str]) -> str | None:
     """The value a preprocessing command gives `__CUDA_ARCH_LIST__`, or None."""
-    values = [a[len(_DEFINE):] for a in argv if a.startswith(_DEFINE)]
+    values = arch_lists(argv)
     return values[-1] if values else None
 
 
@@ -64,16 +73,27 @@ def without_arch_list(argv: Sequence[str]) -> list[str]:
     return [a for a in argv if not a.startswith(_DEFINE)]
 
 
+def any_arch_list(argv: Sequence[str]) -> list[str]:
+    """`argv` with `-D__CUDA_ARCH_LIST__=` for each `-D__CUDA_ARCH_LIST__=...`: the
+    same command for every arch list, where each definition still shows."""
+    return [_DEFINE if a.startswith(_DEFINE) else a for a in argv]
+
+
 def users(ii_path: str, argv: Sequence[str]) -> list[str]:
     """What makes the preprocessed `ii_path` (written by `argv`) depend on the arch list:
-    the included files that name the macro, `<command line>` if an argument other than
-    nvcc's own definition names it, and `<unreadable> FILE` for an included file that
-    cannot be read (it might). Empty: the output is the same for every arch list."""
+    `<command line>` if an argument other than nvcc's own definition names it or the
+    macro is defined twice, `<output>` if `ii_path` itself names it, the included files
+    that name it, and `<unreadable> FILE` for an included file that cannot be read (it
+    might). Empty: the output is the same for every arch list."""
     found = []
-    if any(MACRO in a for a in without_arch_list(argv)):
+    if any(MACRO in a for a in without_arch_list(argv)) or len(arch_lists(argv)) > 1:
         found.append("<command line>")
     needle = MACRO.encode()
-    for name, _system in included_files(ii_path):
+    with open(ii_path, "rb") as f:
+        data = f.read()
+    if needle in data:
+        found.append("<output>")
+    for name, _system in line_marker_files(data.split(b"\n")):
         try:
             with open(name, "rb") as f:
                 if needle in f.read():

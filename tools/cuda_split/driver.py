@@ -41,6 +41,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from cuda_split import archlist
 from cuda_split import cache as cachelib
 from cuda_split import plan as planlib
 from cuda_split.step import StepCommand
@@ -56,7 +57,11 @@ CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 # Preprocessors read the source and headers that only their output names: they are
 # cached like ccache's direct mode. A manifest, keyed by the argv, lists the files the
 # last output named, with their digests; the output's key adds those digests. (Like
-# ccache, a header newly created earlier on the include path goes unseen.) The host
+# ccache, a header newly created earlier on the include path goes unseen.) The argv of
+# the manifest's key leaves out the value of `-D__CUDA_ARCH_LIST__` (all the build's
+# archs): each header set notes whether the output depends on it (archlist.users), and
+# only then does the output's key hold it. So an sm_90 build takes the compute_90
+# preprocess of a 5-arch one, except for code that names the macro (CCCL). The host
 # compile reads SDK headers no output lists: it always runs.
 PREPROCESS_KINDS = (planlib.DEVICE_PREPROCESS, planlib.HOST_PREPROCESS)
 # Header sets a preprocess manifest remembers.
@@ -327,29 +332,6 @@ def analyze(args: Sequence[str]) -> Invocation:
 # Dependency files, as nvcc's "Filter Dependencies" writes them
 
 
-_LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
-
-
-def included_files(ii_path: str) -> list[tuple[str, bool]]:
-    """(file, is a system header) for each file a preprocessed source's line markers
-    name, in order of first appearance."""
-    seen: dict[str, bool] = {}
-    with open(ii_path, "rb") as f:
-        for line in f:
-            if not line.startswith(b"# "):
-                continue
-            m = _LINE_MARKER.match(line)
-            if not m:
-                continue
-            name = re.sub(rb"\\(.)", rb"\1", m.group(1)).decode("utf-8", "surrogateescape")
-            # `<built-in>`, `<command-line>`, and the working directory (`# 1 "<cwd>//"`,
-            # which gcc -E writes with -g) are not files nvcc lists.
-            if name.startswith("<") or name.endswith("//") or name in seen:
-                continue
-            seen[name] = b"3" in m.group(2).split()
-    return list(seen.items())
-
-
 def dependency_text(
     target: str, ii_paths: Sequence[str], *, system: bool = True, phony: bool = False
 ) -> str:
@@ -358,7 +340,7 @@ def dependency_text(
     deps: list[str] = []
     seen: set[str] = set()
     for path in ii_paths:
-        for name, is_system in included_files(path):
+        for name, is_system in archlist.included_files(path):
             if name in seen or (is_system and not system):
                 continue
             seen.add(name)
@@ -821,15 +803,22 @@ class Runner:
         return Outcome(outputs, node.stdout, node.stderr, node.rc or 0)
 
     def _run_preprocess_cached(self, node: Node) -> None:
+        """A preprocess, ccache's direct mode: the manifest (keyed by the command with any
+        arch list) lists header sets, newest first, each with what makes its output
+        depend on `__CUDA_ARCH_LIST__`; the output's key is the manifest's, the header
+        set's digests and, where the output depends on it, the arch list."""
         assert self.cache is not None
         parts = self.key_parts(node)
+        parts["argv"] = archlist.any_arch_list(self.spec(node).arguments)
         parts["compiler"] = self._compiler_proper(node.cmd.argv[0])
         parts["compiler_env"] = {k: os.environ[k] for k in _COMPILER_ENV if k in os.environ}
         if preprocess_depends_on_cwd(node.cmd.argv):
             parts["cwd"] = os.getcwd()
-        manifest_key = cachelib.key_of({**parts, "manifest": True})
+        manifest_key = cachelib.key_of({**parts, "manifest": _MANIFEST_FORMAT})
+        values = archlist.arch_lists(node.cmd.argv)
         ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
         manifest, why = self.cache.lookup(manifest_key)
+        matched = False  # a header set matched: its note explains the miss
         if manifest is None:
             if why.startswith("corrupt"):
                 node.explain = f"miss: the manifest was {why}; rebuilt and overwritten"
@@ -837,48 +826,58 @@ class Runner:
                 last = self.cache.last_parts(ident)
                 node.explain = "miss: " + cachelib.explain_difference(last, parts)
         else:
-            variants = _manifest_variants(manifest)
-            for n, deps in enumerate(variants):
+            for n, (deps, users) in enumerate(_manifest_variants(manifest)):
                 changed = [p for p, d in deps if not self._dep_matches(p, d)]
                 if changed:
                     if n == 0:  # say what changed since the latest variant
                         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
                         node.explain = "miss: changed: " + ", ".join(changed[:3]) + more
                     continue
-                node.key = cachelib.key_of({"manifest": manifest_key, "deps": deps})
+                node.key = _preprocess_key(manifest_key, deps, users, values)
                 entry, why = self.cache.lookup(node.key)
                 if entry is not None and self._restore(node, entry):
                     node.cache = node.explain = "hit"
                     self.cache.record_parts(ident, parts)
                     return
-                node.explain = f"miss: the output's entry is {why}"
-                break
+                if not matched:
+                    matched = True
+                    node.explain = (
+                        f"miss: {_depends_note(users)}; nothing cached for "
+                        + " ".join(f"-D{archlist.MACRO}={v}" for v in values)
+                        if users
+                        else f"miss: the output's entry is {why}"
+                    )
+                # An older header set may match too, with another arch list's output.
         node.cache = "miss"
         self._execute(node)
         if node.rc != 0:
             return
         self.cache.record_parts(ident, parts)
         deps = []
+        users: list[str] = []
         for path in node.outputs.values():
-            for name, _ in included_files(path):
+            for name, _ in archlist.included_files(path):
                 found = self._file_digest(name)
                 if found is None or found[1]:
                     why = "uses a time macro" if found else "is not a file"
                     node.explain += f"; not cached: {name} {why}"
                     return
                 deps.append((name, found[0]))
+            users += archlist.users(path, node.cmd.argv)
         if any(not os.path.isabs(name) for name, _ in deps):
             # Found through the working directory (`-include x.h` looks there first):
             # this header set holds only there.
             deps.append((_CWD_DEP, os.getcwd()))
-        node.key = cachelib.key_of({"manifest": manifest_key, "deps": deps})
+        if users and not matched:
+            node.explain += f"; {_depends_note(users)}: its value is part of the key"
+        node.key = _preprocess_key(manifest_key, deps, users, values)
         self._store(node)
         # The newest variant first; a few older ones, so that switching a header back
         # and forth (a branch change) hits.
         current, _ = self.cache.lookup(manifest_key)
         older = _manifest_variants(current) if current is not None else []
-        kept = [deps, *[v for v in older if v != deps]][:MANIFEST_VARIANTS]
-        listing = json.dumps(kept).encode()
+        kept = [(deps, users), *[v for v in older if v[0] != deps]][:MANIFEST_VARIANTS]
+        listing = json.dumps([{"deps": d, "arch_list_users": u} for d, u in kept]).encode()
         n = self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})
         with self._lock:
             self.bytes_added += n
@@ -971,6 +970,8 @@ _PATH_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-isysroot", "--sysr
 _VALUE_OPTIONS = ("-x", "-D", "-U", "-MT", "-MQ", "-Xpreprocessor", "-include", "-imacros")
 # The pseudo-file of a manifest's header set that holds in one working directory only.
 _CWD_DEP = "<cwd>"
+# The form of a manifest's header sets (part of its key: another form is another entry).
+_MANIFEST_FORMAT = 2
 
 
 def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
@@ -1003,13 +1004,36 @@ def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
     return False
 
 
-def _manifest_variants(entry: cachelib.Entry) -> list[list[tuple[str, str]]]:
-    """The header sets of a preprocess manifest, newest first."""
+def _manifest_variants(
+    entry: cachelib.Entry,
+) -> list[tuple[list[tuple[str, str]], list[str]]]:
+    """The header sets of a preprocess manifest, newest first: (file, digest) pairs, and
+    what makes the output depend on the arch list (archlist.users; empty: nothing)."""
     try:
         variants = json.loads(entry.files.get("@manifest", b"[]"))
-        return [[(str(p), str(d)) for p, d in v] for v in variants]
-    except (ValueError, TypeError):
+        return [
+            ([(str(p), str(d)) for p, d in v["deps"]], [str(u) for u in v["arch_list_users"]])
+            for v in variants
+        ]
+    except (ValueError, TypeError, KeyError):
         return []
+
+
+def _preprocess_key(
+    manifest_key: str, deps: list[tuple[str, str]], users: list[str], values: list[str]
+) -> str:
+    """A preprocess output's key: its manifest's, its header set's digests, and the
+    command's `__CUDA_ARCH_LIST__` values where something in the set uses the macro."""
+    parts: dict[str, object] = {"manifest": manifest_key, "deps": deps}
+    if users:
+        parts["arch_list"] = values
+    return cachelib.key_of(parts)
+
+
+def _depends_note(users: Sequence[str]) -> str:
+    names = [archlist.portable(u) if not u.startswith("<") else u for u in users]
+    more = f" and {len(names) - 2} more" if len(names) > 2 else ""
+    return f"depends on {archlist.MACRO} through {', '.join(names[:2])}{more}"
 
 
 def _role_file_name(role: str) -> str:
