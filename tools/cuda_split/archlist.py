@@ -95,12 +95,25 @@ def users(ii_path: str, argv: Sequence[str]) -> list[str]:
         found.append("<output>")
     for name, _system in line_marker_files(data.split(b"\n")):
         try:
-            with open(name, "rb") as f:
-                if needle in f.read():
-                    found.append(name)
+            if _names_macro(name):
+                found.append(name)
         except OSError:
             found.append(f"<unreadable> {name}")
     return found
+
+
+# (path, mtime_ns, size) -> whether the file names the macro: a compilation reads the
+# same headers for each arch.
+_NAMES_MACRO: dict[tuple[str, int, int], bool] = {}
+
+
+def _names_macro(name: str) -> bool:
+    st = os.stat(name)
+    key = (name, st.st_mtime_ns, st.st_size)
+    if key not in _NAMES_MACRO:
+        with open(name, "rb") as f:
+            _NAMES_MACRO[key] = MACRO.encode() in f.read()
+    return _NAMES_MACRO[key]
 
 
 def portable(name: str) -> str:
