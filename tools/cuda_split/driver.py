@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import csv
 import dataclasses
 import fcntl
@@ -31,6 +32,7 @@ import io
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -38,11 +40,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from cuda_split import archlist
 from cuda_split import cache as cachelib
+from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split.step import StepCommand
 
@@ -470,7 +473,7 @@ class Options:
     """The driver's own options (see parse_driver_args)."""
 
     nvcc: str
-    jobs: int
+    jobs: int  # steps at once without a jobserver
     cache_dir: str | None  # None: no cache
     cache_max_size: int
     explain: bool
@@ -483,6 +486,7 @@ class Options:
     remote_exec: bool = False
     remote_upload: bool = True
     remote_properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    jobs_given: bool = False  # -j was given: it bounds the steps under a jobserver too
 
 
 @dataclasses.dataclass
@@ -921,35 +925,17 @@ class Runner:
 
     # -- the DAG --------------------------------------------------------------------
 
-    def run_all(self, nodes: list[Node]) -> int:
-        """Run the nodes in dependency order on `jobs` workers; the first failure's rc."""
-        pending = {n.index: n for n in nodes}
-        done: set[int] = set()
-        failed: list[Node] = []
-        with concurrent.futures.ThreadPoolExecutor(max(1, self.opts.jobs)) as pool:
-            running: dict[concurrent.futures.Future[Node], Node] = {}
-            while pending or running:
-                if not failed:
-                    for node in [n for n in pending.values() if n.deps <= done]:
-                        del pending[node.index]
-                        running[pool.submit(self.run_node, node)] = node
-                if not running:
-                    break
-                finished, _ = concurrent.futures.wait(
-                    running, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                for fut in finished:
-                    node = running.pop(fut)
-                    fut.result()
-                    if node.rc == 0:
-                        _replay(node)
-                        done.add(node.index)
-                    else:
-                        failed.append(node)
-        if self.cache is not None:
-            self.cache.added(self.bytes_added)
-        if self.remote is not None:
-            self.remote.close()
+    def run_all(self, nodes: list[Node], jobserver: jobserverlib.Jobserver | None = None) -> int:
+        """Run the nodes in dependency order (see run_dag); the first failure's rc."""
+        try:
+            cap = self.opts.jobs if self.opts.jobs_given else None
+            failed = run_dag(nodes, self.run_node, self.opts.jobs, jobserver, cap,
+                             _say if self.opts.verbose else None)  # fmt: skip
+        finally:
+            if self.cache is not None:
+                self.cache.added(self.bytes_added)
+            if self.remote is not None:
+                self.remote.close()
         if failed:
             # Steps that ran side by side may report the same error (both preprocessors
             # miss a header): show the one nvcc, running in plan order, would have shown.
@@ -957,6 +943,104 @@ class Runner:
             _replay(first)
             return first.rc or 1
         return 0
+
+
+def run_dag(
+    nodes: Sequence[Node], run: Callable[[Node], Node], jobs: int,
+    jobserver: jobserverlib.Jobserver | None = None, cap: int | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[Node]:  # fmt: skip
+    """Run each node once its deps are done; after a failure start no more. The failed
+    nodes (a node fails when `run` leaves its rc non-zero).
+
+    Without a jobserver, at most `jobs` nodes run at once. With one, the first node
+    running takes this process's own (implicit) slot and every further one a token from
+    the jobserver, written back as soon as it ends (also when it fails or raises);
+    `cap` (an explicit -j) bounds the total too. A jobserver that breaks meanwhile is
+    left for `jobs`.
+    """
+    pending = {n.index: n for n in nodes}
+    done: set[int] = set()
+    failed: list[Node] = []
+    server = jobserver  # None once it breaks (steps still give their tokens back)
+    limit = max(1, jobs)
+    if server is not None:
+        limit = max(1, cap) if cap else max(1, len(nodes))
+    implicit_free = True
+    # Woken by a finished node, while waiting for a token too (poll on both).
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def work(node: Node, token: bytes | None) -> Node:
+        try:
+            return run(node)
+        finally:
+            if token is not None:
+                assert jobserver is not None
+                jobserver.release(token)
+
+    def woken(_: object) -> None:
+        os.write(wake_w, b".")
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(limit) as pool:
+            # future -> (node, whether it holds the implicit slot)
+            running: dict[concurrent.futures.Future[Node], tuple[Node, bool]] = {}
+            while pending or running:
+                wants_token = False
+                if server is not None and server.broken:
+                    if warn is not None:
+                        warn(f"jobserver {server.auth}: {server.broken}; going on with "
+                             f"-j {jobs}")  # fmt: skip
+                    server, limit = None, max(1, jobs)
+                if not failed:
+                    for node in [n for n in pending.values() if n.deps <= done]:
+                        if len(running) >= limit:
+                            break
+                        token = None
+                        if server is not None and not implicit_free:
+                            token = server.try_acquire()
+                            if token is None:
+                                wants_token = not server.broken
+                                break
+                        implicit = server is not None and token is None
+                        implicit_free = implicit_free and not implicit
+                        del pending[node.index]
+                        fut = pool.submit(work, node, token)
+                        running[fut] = (node, implicit)
+                        fut.add_done_callback(woken)
+                if not running:
+                    break
+                if wants_token:
+                    assert server is not None
+                    poller = select.poll()
+                    poller.register(wake_r, select.POLLIN)
+                    poller.register(server.fileno(), select.POLLIN)
+                    poller.poll()
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(wake_r, 4096):
+                            pass
+                    finished, _ = concurrent.futures.wait(running, timeout=0)
+                else:
+                    finished, _ = concurrent.futures.wait(
+                        running, return_when=concurrent.futures.FIRST_COMPLETED
+                    )
+                for fut in finished:
+                    node, implicit = running.pop(fut)
+                    implicit_free = implicit_free or implicit
+                    fut.result()
+                    if node.rc == 0:
+                        _replay(node)
+                        done.add(node.index)
+                    else:
+                        failed.append(node)
+    finally:
+        os.close(wake_r)
+        os.close(wake_w)
+        if jobserver is not None:
+            # Every step has ended: a token still held was read but never given to one
+            # (an interrupt in between).
+            jobserver.release_all()
+    return failed
 
 
 # Environment variables of the host compiler that change what it preprocesses.
@@ -1156,8 +1240,10 @@ def _driver_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--nvcc", default="", help="the real nvcc (default: $CUDA_SPLIT_NVCC, "
                    "else nvcc on PATH); the launcher form names it as the first argument")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                   help="steps run at once (default: the number of cores)")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="steps run at once (default: the number of cores); under make's "
+                   "jobserver (MAKEFLAGS), the jobserver's tokens decide, and -j, if "
+                   "given, is an upper bound")
     p.add_argument("--cache-dir", default="", help="the local cache (default: "
                    "$CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)")
     p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
@@ -1232,7 +1318,8 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         properties.append((name, value))
     return Options(
         nvcc=nvcc,
-        jobs=max(1, ns.jobs),
+        jobs=max(1, ns.jobs if ns.jobs is not None else os.cpu_count() or 1),
+        jobs_given=ns.jobs is not None,
         cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
         cache_max_size=max_size,
         explain=ns.explain,
@@ -1320,6 +1407,25 @@ def _work_dir(output: str) -> tuple[str, int]:
 
 def compile_split(opts: Options, inv: Invocation) -> int:
     """Run nvcc's plan for a one-source compile as a DAG. Raises Unsplittable."""
+    # Before anything opens a file: a jobserver descriptor make closed (a recipe not
+    # marked recursive) may otherwise be one of ours by then.
+    jobserver = jobserverlib.from_environ(warn=_jobserver_warning(opts))
+    try:
+        return _compile_split(opts, inv, jobserver)
+    finally:
+        if jobserver is not None:
+            jobserver.close()
+
+
+def _jobserver_warning(opts: Options) -> Callable[[str], None] | None:
+    if not opts.verbose:
+        return None
+    return lambda why: _say(f"warning: {why}; running steps with -j {opts.jobs}")
+
+
+def _compile_split(
+    opts: Options, inv: Invocation, jobserver: jobserverlib.Jobserver | None
+) -> int:
     plan, messages = dryrun(opts, inv.args)
     host = plan.find(planlib.HOST_COMPILE)
     out = planlib.flag_value(host.argv, "-o")
@@ -1345,10 +1451,14 @@ def compile_split(opts: Options, inv: Invocation) -> int:
         nodes, files = build_dag(plan, work_dir, os.path.join(here, "nvcc"))
         for line in messages:
             print(line, file=sys.stderr)
-        if opts.verbose:
+        if opts.verbose and jobserver is not None:
+            bound = f", at most {opts.jobs} (-j)" if opts.jobs_given else ""
+            _say(f"splitting {src} into {len(nodes)} steps on make's jobserver "
+                 f"({jobserver.auth}: one step, plus one per token{bound})")  # fmt: skip
+        elif opts.verbose:
             _say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers")
         runner = Runner(opts, src, work_dir, plan)
-        rc = runner.run_all(nodes)
+        rc = runner.run_all(nodes, jobserver)
         if rc == 0 and plan.dep_file:
             pre = [n for n in nodes if n.step.kind == planlib.DEVICE_PREPROCESS]
             pre += [n for n in nodes if n.step.kind == planlib.HOST_PREPROCESS]
