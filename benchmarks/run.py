@@ -47,6 +47,7 @@ import pathlib
 import platform
 import re
 import resource
+import select as select_
 import shutil
 import statistics
 import subprocess
@@ -112,7 +113,8 @@ def run_measured(
     """Run `argv`, output to `log` (appended); wait4 gives the tree's CPU and max RSS."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
-        out.write(f"$ {' '.join(argv)}\n".encode())
+        makeflags = f"MAKEFLAGS='{env['MAKEFLAGS']}' " if "MAKEFLAGS" in env else ""
+        out.write(f"$ {makeflags}{' '.join(argv)}\n".encode())
         out.flush()
         start = time.monotonic()
         proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out,
@@ -135,13 +137,28 @@ class JobResult:
         return all(p.rc == 0 for p in self.procs)
 
 
-def run_pool(tasks: Sequence[tuple[str, Callable[[], JobResult]]], jobs: int) -> dict[str, Any]:
-    """Run the tasks on `jobs` threads (each runs its processes): make -jJ. Totals."""
+def run_pool(
+    tasks: Sequence[tuple[str, Callable[[], JobResult]]], jobs: int, jobserver: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """Run the tasks on `jobs` threads (each runs its processes): make -jJ. Totals.
+
+    With `jobserver` (a jobserver's address, holding jobs - 1 tokens), the pool is make's
+    side of it: the first task running takes the implicit slot, every further one a token,
+    written back when it ends (the tasks' nvcc-split take tokens from the same jobserver).
+    """
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     load0 = os.getloadavg()
     start = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-        results = list(pool.map(lambda t: t[1](), tasks))
+    slots = JobSlots(jobserver) if jobserver else None
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            if slots is None:
+                results = list(pool.map(lambda t: t[1](), tasks))
+            else:
+                results = list(pool.map(lambda t: slots.run(t[1]), tasks))
+    finally:
+        if slots is not None:
+            slots.close()
     wall = time.monotonic() - start
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     procs = [p for r in results for p in r.procs]
@@ -171,6 +188,48 @@ def run_pool(tasks: Sequence[tuple[str, Callable[[], JobResult]]], jobs: int) ->
             for r in results
         },
     }
+
+
+def jobserver_module() -> Any:
+    """cuda_split.jobserver (from REPO/tools: the benchmark runs without installing it)."""
+    tools = str(REPO / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from cuda_split import jobserver
+
+    return jobserver
+
+
+class JobSlots:
+    """make -jJ's own use of its jobserver: a task runs in the implicit slot if it is
+    free, else once it holds a token (make waits for a token or a child's end; here: poll
+    the jobserver and look at the implicit slot again every 20 ms)."""
+
+    def __init__(self, auth: str):
+        self.client = jobserver_module().connect(auth)
+        self.implicit = threading.Lock()
+
+    def run(self, task: Callable[[], JobResult]) -> JobResult:
+        token = None
+        implicit = self.implicit.acquire(blocking=False)
+        while not implicit:
+            token = self.client.try_acquire()
+            if token is not None:
+                break
+            if self.client.broken:
+                raise RuntimeError(f"the benchmark's jobserver broke: {self.client.broken}")
+            select_.select([self.client.fileno()], [], [], 0.02)
+            implicit = self.implicit.acquire(blocking=False)
+        try:
+            return task()
+        finally:
+            if token is not None:
+                self.client.release(token)
+            else:
+                self.implicit.release()
+
+    def close(self) -> None:
+        self.client.close()
 
 
 # ---------------------------------------------------------------------------------------
@@ -350,7 +409,7 @@ class Ctx:
     nvcc: str
     env: dict[str, str]
     jobs: int
-    split_jobs: str  # "width" or a number
+    split_jobs: str  # "width", "jobserver" or a number
     raw: pathlib.Path  # logs and tables
     work: pathlib.Path  # objects, caches
 
@@ -358,6 +417,8 @@ class Ctx:
         """nvcc-split's -j per file under a pool of `jobs` files (README.md)."""
         if self.split_jobs == "width":
             return max(1, min(self.jobs, len(archs) + 1))
+        if self.split_jobs == "jobserver":
+            return max(1, self.jobs)
         return max(1, int(self.split_jobs))
 
     def nvcc_args(self, job: Job, archs: Sequence[str], obj: pathlib.Path) -> list[str]:
@@ -400,7 +461,10 @@ def compile_task(
                 opts += ["--graph", str(kw["graph"])]
             if kw.get("explain"):
                 opts.append("--explain")
-            procs = [run_measured([*ctx.driver(*opts), "--", *args], job.cwd, ctx.env, log)]
+            env = ctx.env
+            if kw.get("makeflags"):
+                env = {**env, "MAKEFLAGS": kw["makeflags"]}
+            procs = [run_measured([*ctx.driver(*opts), "--", *args], job.cwd, env, log)]
         elif config == "mono-cache":
             procs, extra["cache"] = mono_cache(ctx, job, args, kw["cache"], obj, log)
         else:
@@ -629,6 +693,10 @@ class Bench:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO / "tools"), env.get("PYTHONPATH", "")) if p
         )
+        # Run under make, the benchmark would hand make's jobserver on: only
+        # --split-jobs jobserver gives one (its own).
+        for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+            env.pop(name, None)
         self.ctx = Ctx(self.nvcc, env, args.jobs, args.split_jobs, self.raw, self.work)
         self.bazel: Bazel | None = None
 
@@ -765,9 +833,25 @@ class Bench:
         if table:
             table.parent.mkdir(parents=True, exist_ok=True)
             table.unlink(missing_ok=True)
-        tasks = [(j.name, compile_task(self.ctx, config, j, archs, run_id, table=table, **kw))
-                 for j in jobs]  # fmt: skip
-        m = run_pool(tasks, self.args.jobs)
+        server = None
+        if config == "split" and self.ctx.split_jobs == "jobserver":
+            # make -jJ's jobserver: J - 1 tokens beside the pool's implicit slot.
+            server = jobserver_module().Server(max(0, self.args.jobs - 1))
+            kw["makeflags"] = server.makeflags(self.args.jobs)
+        try:
+            tasks = [(j.name, compile_task(self.ctx, config, j, archs, run_id, table=table,
+                                           **kw))  # fmt: skip
+                     for j in jobs]  # fmt: skip
+            m = run_pool(tasks, self.args.jobs, server.auth if server else "")
+            if server is not None:
+                m["jobserver_tokens"] = server.tokens
+                m["jobserver_tokens_returned"] = server.available()
+                if server.available() != server.tokens:
+                    say(f"warning: the jobserver got {server.available()} of its "
+                        f"{server.tokens} tokens back")  # fmt: skip
+        finally:
+            if server is not None:
+                server.close()
         m.update(scenario=scenario, config=config, phase=phase, repeat=repeat,
                  archs=list(archs))  # fmt: skip
         if self.args.shard and scenario != "2":
@@ -1254,7 +1338,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"- archs: {','.join(meta.get('archs', []))}; warm rebuild for "
         f"{','.join(meta.get('warm_archs', []))}; pool of {meta.get('jobs')} files "
         f"(make -j{meta.get('jobs')}); nvcc-split -j {meta.get('split_j')} per file "
-        f"({meta.get('split_jobs')}); nvcc -t {len(meta.get('archs', []))}"
+        + (f"on the pool's jobserver ({meta.get('jobs')} slots shared by files and steps)"
+           if meta.get("split_jobs") == "jobserver" else f"({meta.get('split_jobs')})")
+        + f"; nvcc -t {len(meta.get('archs', []))}"
     )
     L.append(
         f"- repeats measured: {n_repeats(results, ('1', '3'))} (scenarios 1, 3), "
@@ -1548,7 +1634,8 @@ def combine(a: Any, b: Any, key: str = "") -> Any:
     if key in ("peak_rss_mib", "rss_mib", "load_after"):
         return max(a, b) if a is not None and b is not None else a or b
     if key in ("scenario", "config", "phase", "repeat", "archs", "load_before", "split_j",
-               "shard", "edges", "step_rows"):  # fmt: skip
+               "shard", "edges", "step_rows", "jobserver_tokens",
+               "jobserver_tokens_returned"):  # fmt: skip
         return a
     if key == "misses":
         counts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -1663,7 +1750,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--split-jobs",
         default="width",
         help="nvcc-split's -j per file: 'width' (archs + 1, the DAG's width, at "
-        "most --jobs; the budget of nvcc -t <archs>) or a number",
+        "most --jobs; the budget of nvcc -t <archs>), a number, or 'jobserver' (the pool "
+        "serves make's jobserver with --jobs slots; nvcc-split gets it and -j --jobs)",
     )
     p.add_argument("--scenarios", default="1,2,3", help="which scenarios (default 1,2,3)")
     p.add_argument(
@@ -1750,8 +1838,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.shard = (int(i), int(n))
     else:
         args.shard = None
-    if args.split_jobs != "width" and not args.split_jobs.isdigit():
-        p.error("--split-jobs: 'width' or a number")
+    if args.split_jobs not in ("width", "jobserver") and not args.split_jobs.isdigit():
+        p.error("--split-jobs: 'width', 'jobserver' or a number")
     return args
 
 
