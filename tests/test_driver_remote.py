@@ -19,15 +19,19 @@ import csv
 import hashlib
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 
 import pytest
 
-from reapi.backend import DEFAULT_VENV, INSTANCE, Backend, BackendError, default_hidden, free_port
+from reapi.backend import (
+    DEFAULT_VENV,
+    INSTANCE,
+    Backend,
+    backend_for_tests,
+    free_port,
+)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HOST = ["-ccbin", "/usr/bin/gcc"]
@@ -48,17 +52,10 @@ void launch(float* p, int n) { kernel<<<(n + 255) / 256, 256>>>(p, n); }
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
-    # Outside the pytest temp dir, which the worker hides (sources, build directories).
-    root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-driver-reapi-"))
-    hide = default_hidden() + [str(tmp_path_factory.getbasetemp())]
-    try:
-        be = Backend(root, workers=1, hide=hide).start()
-    except BackendError as e:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.fail(str(e))
-    yield be
-    be.stop()
-    shutil.rmtree(root, ignore_errors=True)
+    # Outside the pytest temp dir, which the workers hide (sources, build directories).
+    hide = [str(tmp_path_factory.getbasetemp())]
+    with backend_for_tests(hide, "cuda-split-driver-reapi-", workers=1) as be:
+        yield be
 
 
 @pytest.fixture(scope="module")

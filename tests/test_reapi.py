@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -34,7 +33,7 @@ import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
 from cuda_split.explain import read_log
-from reapi.backend import Backend, BackendError, default_hidden, free_port
+from reapi.backend import Backend, backend_for_tests, free_port
 
 pytestmark = pytest.mark.bazel
 
@@ -69,16 +68,9 @@ class Build:
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
     # Outside the pytest temp dir, which the workers hide (checkouts, output bases).
-    root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-reapi-"))
-    hide = default_hidden() + [str(tmp_path_factory.getbasetemp())]
-    try:
-        be = Backend(root, workers=3, hide=hide).start()
-    except BackendError as e:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.fail(str(e))
-    yield be
-    be.stop()
-    shutil.rmtree(root, ignore_errors=True)
+    hide = [str(tmp_path_factory.getbasetemp())]
+    with backend_for_tests(hide, "cuda-split-reapi-", workers=3) as be:
+        yield be
 
 
 @pytest.fixture(scope="module")

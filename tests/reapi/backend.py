@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -374,6 +375,26 @@ instances:
         raise BackendError(
             f"{proc.name} did not listen on {port} in {timeout:.0f} s:\n{proc.tail()}"
         )
+
+
+@contextlib.contextmanager
+def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterator[Backend]:
+    """A backend in a fresh directory outside `also_hide` (directories the workers hide
+    besides the CUDA installs: the tests' sources, checkouts and output bases), stopped
+    and removed afterwards. A backend that does not start fails the test."""
+    import pytest  # only the tests use this
+
+    root = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        be = Backend(root, workers=workers, hide=default_hidden() + also_hide).start()
+    except BackendError as e:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(str(e))
+    try:
+        yield be
+    finally:
+        be.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
