@@ -49,6 +49,13 @@ def _action_counts_impl(ctx):
     }
     for mnemonic, n in want.items():
         asserts.equals(env, n, counts.get(mnemonic, 0), "actions with mnemonic " + mnemonic)
+    reports = analysistest.target_under_test(env)[OutputGroupInfo].cuda_arch_list.to_list()
+    asserts.equals(
+        env,
+        ["a.compute_80.arch_list.txt", "a.compute_90.arch_list.txt", "b.compute_80.arch_list.txt", "b.compute_90.arch_list.txt"],
+        sorted([f.basename for f in reports]),
+        "output group cuda_arch_list: one report per source and virtual arch",
+    )
     return analysistest.end(env)
 
 action_counts_test = analysistest.make(
