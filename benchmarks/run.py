@@ -410,6 +410,7 @@ class Ctx:
     env: dict[str, str]
     jobs: int
     split_jobs: str  # "width", "jobserver" or a number
+    split_load: str  # nvcc-split's --load-average: "auto" (its default: the cores) or N
     raw: pathlib.Path  # logs and tables
     work: pathlib.Path  # objects, caches
 
@@ -448,6 +449,8 @@ def compile_task(
                                   log)]  # fmt: skip
         elif config == "split":
             opts = ["-j", str(kw.get("j") or ctx.split_j(archs))]
+            if ctx.split_load != "auto":
+                opts += ["--load-average", ctx.split_load]
             # A cache that never evicts during the benchmark (the full backend's
             # entries pass nvcc-split's default bound of 5G).
             opts += (
@@ -697,7 +700,8 @@ class Bench:
         # --split-jobs jobserver gives one (its own).
         for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
             env.pop(name, None)
-        self.ctx = Ctx(self.nvcc, env, args.jobs, args.split_jobs, self.raw, self.work)
+        self.ctx = Ctx(self.nvcc, env, args.jobs, args.split_jobs, args.split_load_average,
+                       self.raw, self.work)  # fmt: skip
         self.bazel: Bazel | None = None
 
     # -- set-up --------------------------------------------------------------------------
@@ -761,6 +765,7 @@ class Bench:
             "warm_archs": self.warm_archs,
             "jobs": args.jobs,
             "split_jobs": args.split_jobs,
+            "split_load_average": args.split_load_average,
             "split_j": self.ctx.split_j(self.archs),
             "repeats": args.repeats,
             "critical_repeats": args.critical_repeats,
@@ -1304,6 +1309,22 @@ def verdict(ok: bool, miss: str) -> str:
     return "met" if ok else f"**missed**: {miss}"
 
 
+def split_load_note(meta: dict[str, Any]) -> str:
+    """How nvcc-split's --load-average was set, for the report's header line."""
+    load = meta.get("split_load_average")
+    if load is None:  # results of nvcc-split before --load-average
+        return "; no load limit (nvcc-split before --load-average)"
+    if load == "auto":
+        if meta.get("split_jobs") == "jobserver":
+            return "; no load limit (the jobserver shares the cores)"
+        cores = meta.get("machine", {}).get("cores")
+        return (f"; beyond a file's first step, more only while fewer than {cores} tasks "
+                "are runnable (nvcc-split's default --load-average)")  # fmt: skip
+    if float(load) == 0:
+        return "; no load limit (--load-average 0)"
+    return f"; --load-average {load}"
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     meta = results.get("meta", {})
     if not meta:
@@ -1340,6 +1361,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"(make -j{meta.get('jobs')}); nvcc-split -j {meta.get('split_j')} per file "
         + (f"on the pool's jobserver ({meta.get('jobs')} slots shared by files and steps)"
            if meta.get("split_jobs") == "jobserver" else f"({meta.get('split_jobs')})")
+        + split_load_note(meta)
         + f"; nvcc -t {len(meta.get('archs', []))}"
     )
     L.append(
@@ -1753,6 +1775,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "most --jobs; the budget of nvcc -t <archs>), a number, or 'jobserver' (the pool "
         "serves make's jobserver with --jobs slots; nvcc-split gets it and -j --jobs)",
     )
+    p.add_argument(
+        "--split-load-average",
+        default="auto",
+        help="nvcc-split's --load-average: 'auto' (not given: its default, the cores, "
+        "none under the jobserver) or a number (0: no limit, every step of -j at once)",
+    )
     p.add_argument("--scenarios", default="1,2,3", help="which scenarios (default 1,2,3)")
     p.add_argument(
         "--configs",
@@ -1838,6 +1866,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.shard = (int(i), int(n))
     else:
         args.shard = None
+    if args.split_load_average != "auto":
+        try:
+            if not float(args.split_load_average) >= 0:
+                raise ValueError
+        except ValueError:
+            p.error(f"--split-load-average {args.split_load_average}: 'auto' or a number >= 0")
     if args.split_jobs not in ("width", "jobserver") and not args.split_jobs.isdigit():
         p.error("--split-jobs: 'width', 'jobserver' or a number")
     return args

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from cuda_split import archlist
+from cuda_split import archlist, sysload
 from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from cuda_split import remote as remotelib
 
 PROG = "nvcc-split"
+
+# How often steps held back by --load-average look at the load again (seconds).
+LOAD_POLL_S = 0.25
 
 # Step kinds whose outputs are cached by a key of their argv and their input files'
 # digests: they read files of the plan alone.
@@ -487,6 +490,9 @@ class Options:
     remote_upload: bool = True
     remote_properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     jobs_given: bool = False  # -j was given: it bounds the steps under a jobserver too
+    # Runnable tasks under which a step beyond the first starts: None = the cores
+    # without a jobserver (none under one), 0 = no limit.
+    load_average: float | None = None
 
 
 @dataclasses.dataclass
@@ -930,7 +936,8 @@ class Runner:
         try:
             cap = self.opts.jobs if self.opts.jobs_given else None
             failed = run_dag(nodes, self.run_node, self.opts.jobs, jobserver, cap,
-                             _say if self.opts.verbose else None)  # fmt: skip
+                             _say if self.opts.verbose else None,
+                             load_limit(self.opts, jobserver))  # fmt: skip
         finally:
             if self.cache is not None:
                 self.cache.added(self.bytes_added)
@@ -945,10 +952,20 @@ class Runner:
         return 0
 
 
+def load_limit(opts: Options, jobserver: jobserverlib.Jobserver | None) -> float | None:
+    """The runnable-task limit for steps beyond the first (None: no limit): --load-average,
+    by default the cores, except under a jobserver, whose tokens already share the cores
+    among the build's compilations."""
+    if opts.load_average is None:
+        return None if jobserver is not None else float(sysload.cores())
+    return opts.load_average or None
+
+
 def run_dag(
     nodes: Sequence[Node], run: Callable[[Node], Node], jobs: int,
     jobserver: jobserverlib.Jobserver | None = None, cap: int | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None, load_limit: float | None = None,
+    load: Callable[[], float | None] = sysload.runnable,
 ) -> list[Node]:  # fmt: skip
     """Run each node once its deps are done; after a failure start no more. The failed
     nodes (a node fails when `run` leaves its rc non-zero).
@@ -958,6 +975,11 @@ def run_dag(
     the jobserver, written back as soon as it ends (also when it fails or raises);
     `cap` (an explicit -j) bounds the total too. A jobserver that breaks meanwhile is
     left for `jobs`.
+
+    With `load_limit`, a node beyond the first one running starts only while `load()`
+    (the machine's runnable tasks, sysload.runnable) leaves room under the limit; held
+    back, the executor looks again every LOAD_POLL_S seconds, so idle cores are used as
+    soon as the rest of the build leaves them.
     """
     pending = {n.index: n for n in nodes}
     done: set[int] = set()
@@ -992,10 +1014,24 @@ def run_dag(
                         warn(f"jobserver {server.auth}: {server.broken}; going on with "
                              f"-j {jobs}")  # fmt: skip
                     server, limit = None, max(1, jobs)
+                load_held = False
                 if not failed:
-                    for node in [n for n in pending.values() if n.deps <= done]:
+                    ready = [n for n in pending.values() if n.deps <= done]
+                    # Nodes that may start beside the running ones, by the load; the
+                    # first node always starts (it is counted against the room).
+                    extra = None
+                    if load_limit and ready and (running or len(ready) > 1):
+                        extra = sysload.room(load_limit, load())
+                        if extra is not None and not running:
+                            extra -= 1
+                    for node in ready:
                         if len(running) >= limit:
                             break
+                        if extra is not None and running:
+                            if extra <= 0:
+                                load_held = True
+                                break
+                            extra -= 1
                         token = None
                         if server is not None and not implicit_free:
                             token = server.try_acquire()
@@ -1022,8 +1058,9 @@ def run_dag(
                     finished, _ = concurrent.futures.wait(running, timeout=0)
                 else:
                     finished, _ = concurrent.futures.wait(
-                        running, return_when=concurrent.futures.FIRST_COMPLETED
-                    )
+                        running, timeout=LOAD_POLL_S if load_held else None,
+                        return_when=concurrent.futures.FIRST_COMPLETED,
+                    )  # fmt: skip
                 for fut in finished:
                     node, implicit = running.pop(fut)
                     implicit_free = implicit_free or implicit
@@ -1244,6 +1281,12 @@ def _driver_parser() -> argparse.ArgumentParser:
                    help="steps run at once (default: the number of cores); under make's "
                    "jobserver (MAKEFLAGS), the jobserver's tokens decide, and -j, if "
                    "given, is an upper bound")
+    p.add_argument("--load-average", type=float, default=None, metavar="N",
+                   help="start a step beside the compilation's running ones only while "
+                   "fewer than N tasks are runnable on the machine (as make -l N, but "
+                   "from the current count, not a one-minute average), so that a build "
+                   "of many compilations at once does not oversubscribe the cores "
+                   "(default: the cores; none under make's jobserver; 0: no limit)")
     p.add_argument("--cache-dir", default="", help="the local cache (default: "
                    "$CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)")
     p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
@@ -1275,7 +1318,7 @@ def _driver_parser() -> argparse.ArgumentParser:
 
 # Driver options that take a value (to find where the driver's arguments end).
 _DRIVER_VALUE_OPTIONS = {
-    "--nvcc", "-j", "--jobs", "--cache-dir", "--cache-max-size", "--remote",
+    "--nvcc", "-j", "--jobs", "--load-average", "--cache-dir", "--cache-max-size", "--remote",
     "--remote-instance", "--remote-exec-property", "--graph", "--table",
 }  # fmt: skip
 
@@ -1310,6 +1353,9 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         p.error(f"--remote {ns.remote}: expected grpc://HOST:PORT (or grpcs://HOST:PORT)")
     if ns.remote_exec and not ns.remote:
         p.error("--remote-exec needs --remote")
+    if ns.load_average is not None and not ns.load_average >= 0:
+        p.error(f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 "
+                "(0: no limit)")
     properties = []
     for prop in ns.remote_exec_property:
         name, sep, value = prop.partition("=")
@@ -1320,6 +1366,7 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         nvcc=nvcc,
         jobs=max(1, ns.jobs if ns.jobs is not None else os.cpu_count() or 1),
         jobs_given=ns.jobs is not None,
+        load_average=ns.load_average,
         cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
         cache_max_size=max_size,
         explain=ns.explain,
@@ -1456,7 +1503,9 @@ def _compile_split(
             _say(f"splitting {src} into {len(nodes)} steps on make's jobserver "
                  f"({jobserver.auth}: one step, plus one per token{bound})")  # fmt: skip
         elif opts.verbose:
-            _say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers")
+            limit = load_limit(opts, jobserver)
+            held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
+            _say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}")
         runner = Runner(opts, src, work_dir, plan)
         rc = runner.run_all(nodes, jobserver)
         if rc == 0 and plan.dep_file:
