@@ -5,7 +5,6 @@ while steps are held back, and the option's default and errors."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -73,11 +72,9 @@ def test_steps_start_as_soon_as_the_load_drops():
 
     threading.Timer(0.3, busy.clear).start()
     rec = Recorder(seconds=1.0)
-    t0 = time.monotonic()
     assert driver.run_dag(fake_nodes(3), rec, jobs=4, load_limit=4, load=load) == []
-    took = time.monotonic() - t0
+    # Nodes 1 and 2 ran beside node 0; waiting for it to end, they would run as a pair.
     assert rec.peak == 3
-    assert took < 1.9, f"held-back steps waited for the first one: {took:.2f} s"
 
 
 def test_unknown_load_does_not_limit():
