@@ -20,11 +20,16 @@ from fidelity import harness  # noqa: E402
 
 
 def test_line_marker_files() -> None:
-    lines = [
+    data = b"".join([
         b'# 0 "a.cu"\n', b'# 0 "<built-in>"\n', b'# 1 "/cwd//"\n',
         b'# 1 "inc/h \\"q\\".h" 1 3\n', b"int x;\n", b'# 5 "a.cu" 2\n',
-    ]  # fmt: skip
-    assert archlist.line_marker_files(lines) == [("a.cu", False), ('inc/h "q".h', True)]
+        b'# 7 "crlf.h" 1\r\n', b'  # 1 "indented.h"\n', b'# 1 "junk.h" 1 x\n',
+        b'# define N 1\n', b'x # 1 "mid.h"\n', b'# 2 "inc/h \\"q\\".h" 2\n', b'# 1 "last.h" 1 3',
+    ])  # fmt: skip
+    assert archlist.line_marker_files(data) == [
+        ("a.cu", False), ('inc/h "q".h', True), ("crlf.h", False), ("last.h", True)
+    ]
+    assert archlist.line_marker_files(b"") == []
 
 
 def test_users_names_files_and_command_line(tmp_path: pathlib.Path) -> None:

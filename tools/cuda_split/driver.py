@@ -866,14 +866,15 @@ class Runner:
         deps = []
         users: list[str] = []
         for path in node.outputs.values():
-            for name, _ in archlist.included_files(path):
+            files = archlist.included_files(path)
+            for name, _ in files:
                 found = self._file_digest(name)
                 if found is None or found[1]:
                     why = "uses a time macro" if found else "is not a file"
                     node.explain += f"; not cached: {name} {why}"
                     return
                 deps.append((name, found[0]))
-            users += archlist.users(path, node.cmd.argv)
+            users += archlist.users(path, node.cmd.argv, files)
         if any(not os.path.isabs(name) for name, _ in deps):
             # Found through the working directory (`-include x.h` looks there first):
             # this header set holds only there.
