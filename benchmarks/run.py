@@ -1672,6 +1672,18 @@ def combine(a: Any, b: Any, key: str = "") -> Any:
     return a
 
 
+def merge_source(spec: str) -> tuple[str, set[str]]:
+    """`FILE.json` (every measurement) or `FILE.json:CONFIG,...` (those configurations'
+    alone: scenario 2's nvcc-split runs are `split` and `split-j1`)."""
+    path, sep, configs = spec.rpartition(".json:")
+    if not sep:
+        return spec, set()
+    chosen = {c for c in configs.split(",") if c}
+    if not chosen:
+        sys.exit(f"--merge {spec!r}: name configurations after the colon, e.g. FILE.json:nvcc")
+    return path + ".json", chosen
+
+
 def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
     """One result of several runs (on the device machine, one per 10-minute command).
     Measurements of the same configuration in different shards (--shard) are combined:
@@ -1680,10 +1692,13 @@ def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
     metas: list[dict[str, Any]] = []
     order: list[dict[str, Any] | tuple[Any, ...]] = []
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for p in paths:
+    for spec in paths:
+        p, configs = merge_source(spec)
         data = json.loads(pathlib.Path(p).read_text())
         metas.append(data["meta"])
         for m in data["measurements"]:
+            if configs and m["config"] not in configs:
+                continue
             if not m.get("shard"):
                 order.append(m)
                 continue
@@ -1845,7 +1860,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         nargs="+",
         metavar="JSON",
         default=None,
-        help="merge result files into --label and redo its report; runs nothing",
+        help="merge result files into --label and redo its report; runs nothing "
+        "(FILE.json:CONFIG,... takes only those configurations' measurements)",
     )
     args = p.parse_args(argv)
     if args.smoke:
