@@ -46,6 +46,10 @@ def test_users_names_files_and_command_line(tmp_path: pathlib.Path) -> None:
         f"{tmp_path}/uses.h", f"<unreadable> {tmp_path}/gone.h"
     ]
     assert archlist.users(str(ii), [*nvcc_own, "-DN=__CUDA_ARCH_LIST__"])[0] == "<command line>"
+    # The caller's list of included files, where it has one, instead of a second scan.
+    files = archlist.included_files(str(ii))
+    assert archlist.users(str(ii), nvcc_own, files) == archlist.users(str(ii), nvcc_own)
+    assert archlist.users(str(ii), nvcc_own, files[:2]) == []
     assert archlist.arch_list(nvcc_own) == "800,900"
     assert archlist.without_arch_list(nvcc_own) == ["gcc", "-E"]
     assert archlist.any_arch_list(nvcc_own) == ["gcc", "-D__CUDA_ARCH_LIST__=", "-E"]
