@@ -174,6 +174,32 @@ def test_tokens_returned_after_keyboard_interrupt(server):
     assert server.available() == 2
 
 
+def test_interrupt_during_token_read_keeps_the_token(server, monkeypatch):
+    """Ctrl-C just as a token is read: KeyboardInterrupt comes once the token is recorded
+    as held (so the executor's safety net gives it back), not in between."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    real_read = os.read
+
+    def read_then_interrupt(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        _thread.interrupt_main()  # as a SIGINT the kernel gave a worker thread would
+        for _ in range(1000):  # bytecodes: where Python would raise it at once
+            pass
+        return data
+
+    try:
+        js = connect_fifo(server)
+        monkeypatch.setattr(jobserverlib.os, "read", read_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            js.try_acquire()
+        monkeypatch.undo()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert js.held == 1
+    js.close()
+    assert server.available() == 2
+
+
 def test_pipe_fds_form():
     """make <= 4.3: the two ends of a pipe, inherited as descriptors (here: our own)."""
     r, w = os.pipe()

@@ -96,14 +96,15 @@ class Jobserver:
         """Write a token back (the byte that was read: make gives some a meaning). Only
         tokens held are written: after `release_all` a late release writes nothing, so
         the jobserver never gets more tokens than it gave."""
-        with self._lock:
-            if token not in self._held:
-                return
-            self._held.remove(token)
-        try:
-            os.write(self.write_fd, token)
-        except OSError as e:  # make is gone: nobody is left to give it to
-            self.broken = self.broken or f"writing a token back failed: {e}"
+        with _sigint_deferred():  # not between the bookkeeping and the write
+            with self._lock:
+                if token not in self._held:
+                    return
+                self._held.remove(token)
+            try:
+                os.write(self.write_fd, token)
+            except OSError as e:  # make is gone: nobody is left to give it to
+                self.broken = self.broken or f"writing a token back failed: {e}"
 
     def release_all(self) -> None:
         """Write back every token still held (a safety net: the executor releases each)."""
@@ -124,15 +125,25 @@ class Jobserver:
 
 @contextlib.contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (OSError, ValueError):  # pragma: no cover (no pthread_sigmask)
+    """KeyboardInterrupt waits for the end of the block (in the main thread, the only one
+    Python raises it in). Blocking the signal would not do: the kernel hands SIGINT to any
+    thread that does not block it (a worker's), and Python then raises it in the main
+    thread at its next bytecode; `_thread.interrupt_main` bypasses the mask too. So the
+    Python handler is swapped for one that notes the signal, and the old one runs after."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    caught: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.signal(signal.SIGINT, old)
+        if caught:
+            if callable(old):
+                old(signal.SIGINT, None)
+            elif old == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def from_environ(
