@@ -200,6 +200,30 @@ def test_interrupt_during_token_read_keeps_the_token(server, monkeypatch):
     assert server.available() == 2
 
 
+def test_interrupt_ignored_during_token_read(server, monkeypatch):
+    """Where SIGINT is ignored (a background job), a signal noted during the read raises
+    nothing afterwards, and SIGINT stays ignored."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    real_read = os.read
+
+    def read_then_signal(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        os.kill(os.getpid(), signal.SIGINT)  # reaches the handler swapped in meanwhile
+        return data
+
+    try:
+        js = connect_fifo(server)
+        monkeypatch.setattr(jobserverlib.os, "read", read_then_signal)
+        assert js.try_acquire() == b"+"
+        monkeypatch.undo()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert js.held == 1
+    js.close()
+    assert server.available() == 2
+
+
 def test_pipe_fds_form():
     """make <= 4.3: the two ends of a pipe, inherited as descriptors (here: our own)."""
     r, w = os.pipe()

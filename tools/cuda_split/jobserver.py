@@ -130,7 +130,11 @@ def _sigint_deferred() -> Iterator[None]:
     thread that does not block it (a worker's), and Python then raises it in the main
     thread at its next bytecode; `_thread.interrupt_main` bypasses the mask too. So the
     Python handler is swapped for one that notes the signal, and the old one runs after."""
-    if threading.current_thread() is not threading.main_thread():
+    # Not in other threads (signal.signal is main-thread only), nor where a handler set
+    # outside Python (getsignal() None) could not be put back.
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is None
+    ):
         yield
         return
     caught: list[int] = []
