@@ -104,6 +104,24 @@ install_cuda_wheels() {
     mv "$partial" "$SDK_DIR"
 }
 
+# gcc's `#pragma once` takes two headers for one file when their contents, sizes and
+# mtimes (in whole seconds) are equal. CCCL ships identical headers (21 copies of Thrust's
+# "this system has no special version of this algorithm" under thrust/system/), and pip
+# gives each file its install time: whether gcc skipped a copy depended on whether the
+# install crossed a second, so the .ii files (and the keys of the cudafe++ and cicc steps
+# that read them) differed between machines and from a REAPI worker's, where equal
+# contents are one CAS file. One fixed mtime for the whole SDK makes them the same.
+SDK_MTIME=315532800 # 1980-01-01 00:00 UTC, the zip epoch
+normalize_sdk_mtimes() {
+    local dir="$1" other
+    # Anything newer than SDK_MTIME or not newer than the second before it.
+    other="$(find "$dir" \( -newermt "@$SDK_MTIME" -o ! -newermt "@$((SDK_MTIME - 1))" \) \
+        -print -quit)"
+    [[ -n "$other" ]] || return 0
+    log "setting every mtime under ${dir#"$ROOT"/}/ to @$SDK_MTIME (gcc's #pragma once compares them)"
+    find "$dir" -exec touch -h -d "@$SDK_MTIME" {} +
+}
+
 install_dev_tools() {
     # Fast path: every pinned distribution is already installed at its pinned version.
     if python3 - scripts/requirements-dev.txt <<'EOF'; then return 0; fi
@@ -263,6 +281,7 @@ build_starlark() {
 
 install_apt_packages
 install_cuda_wheels
+normalize_sdk_mtimes "$SDK_DIR"
 install_dev_tools
 install_project
 make_rules_cc

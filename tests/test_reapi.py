@@ -433,7 +433,17 @@ def test_preprocessed_sources_identical_remote_and_local(
 ) -> None:
     ii = [k for k in build_a.outputs if k.endswith(".ii")]
     differ = [k for k in ii if build_a.outputs[k] != remote_build.outputs[k]]
-    assert not differ, differ
+    detail = [_first_difference(build_a.outputs[k], remote_build.outputs[k]) for k in differ]
+    assert not differ, f"{differ}\nfirst difference in {differ[:1]}: {detail[:1]}"
+
+
+def _first_difference(local: bytes, remote: bytes) -> str:
+    """The first differing lines of two text files, with a little context."""
+    a, b = local.splitlines(), remote.splitlines()
+    pairs = enumerate(zip(a, b, strict=False))
+    i = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+    ctx = slice(max(0, i - 3), i + 3)
+    return f"line {i + 1} of {len(a)}/{len(b)}: local {a[ctx]!r} remote {b[ctx]!r}"
 
 
 def _output_digests(log: pathlib.Path, mnemonic: str) -> dict[str, str]:
