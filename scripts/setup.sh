@@ -104,13 +104,9 @@ install_cuda_wheels() {
     mv "$partial" "$SDK_DIR"
 }
 
-# gcc's `#pragma once` takes two headers for one file when their contents, sizes and
-# mtimes (in whole seconds) are equal. CCCL ships identical headers (21 copies of Thrust's
-# "this system has no special version of this algorithm" under thrust/system/), and pip
-# gives each file its install time: whether gcc skipped a copy depended on whether the
-# install crossed a second, so the .ii files (and the keys of the cudafe++ and cicc steps
-# that read them) differed between machines and from a REAPI worker's, where equal
-# contents are one CAS file. One fixed mtime for the whole SDK makes them the same.
+# gcc's `#pragma once` takes equal headers with equal mtimes for one file, and CCCL ships
+# identical headers: with pip's install-time mtimes the .ii files depended on the install
+# (docs/remote.md, "Three things used to differ"). One fixed mtime for the whole SDK.
 SDK_MTIME=315532800 # 1980-01-01 00:00 UTC, the zip epoch
 normalize_sdk_mtimes() {
     local dir="$1" other

@@ -50,9 +50,8 @@ def test_equal_sdk_headers_share_an_mtime(sdk: pathlib.Path) -> None:
     equal = [paths for paths in groups.values() if len(paths) > 1]
     # CCCL 3's Thrust has such groups; without one this test would check nothing.
     assert any(len(paths) > 10 for paths in equal), [len(p) for p in equal]
-    mixed = {
-        str(paths[0].relative_to(sdk)): sorted({int(p.stat().st_mtime) for p in paths})
-        for paths in equal
-        if len({int(p.stat().st_mtime) for p in paths}) > 1
+    seconds = {
+        str(paths[0].relative_to(sdk)): {int(p.stat().st_mtime) for p in paths} for paths in equal
     }
+    mixed = {name: sorted(s) for name, s in seconds.items() if len(s) > 1}
     assert not mixed, f"equal headers with different mtimes (run scripts/setup.sh): {mixed}"
