@@ -1,9 +1,10 @@
 """Action emitters: compile one `.cu` source, split per step and arch, or as one action.
 
 Starlark decides the shape (which steps exist, what each declares); the Python step
-runner (`//tools:step`) asks the SDK's nvcc for the exact command of each step.
+runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each step.
 """
 
+load(":common.bzl", "run_step", "step_args")
 load(":plan.bzl", "file_name", "gencode", "source_steps", "step_roles")
 
 _MNEMONICS = {
@@ -41,17 +42,34 @@ _PROGRESS = {
     "ptxas": "Assembling %s for %s (ptxas)",
 }
 
+# Output groups of a mono compile: the --keep files of each kind, in a directory each.
+_MONO_GROUPS = ["ptx", "cubin", "fatbin"]
+
 def _stem(src):
     return src.basename[:-(len(src.extension) + 1)] if src.extension else src.basename
 
+def _package_short_path(ctx):
+    """The target's package as `File.short_path` names its files (`../repo/pkg` in an
+    external repository)."""
+    root = ctx.label.workspace_root
+    if not root:
+        return ctx.label.package
+    repo = "../" + root.partition("/")[2]
+    return repo + "/" + ctx.label.package if ctx.label.package else repo
+
 def _source_dir(ctx, src):
-    """`_cuda/<target>/<source path in package, without extension>`: one dir a source."""
+    """`_cuda/<target>/<source path in the package>`, without the extension of a `.cu`
+    (with `_<ext>` for others, so `k.cu` and `k.cpp` differ): one directory a source,
+    unique per repository, package, target and source."""
     rel = src.short_path
-    pkg = ctx.label.package
+    pkg = _package_short_path(ctx)
     if pkg and rel.startswith(pkg + "/"):
         rel = rel[len(pkg) + 1:]
+    elif rel.startswith("../"):
+        # A source of another repository: keep its repository in the name.
+        rel = "external/" + rel[len("../"):]
     if src.extension:
-        rel = rel[:-(len(src.extension) + 1)]
+        rel = rel[:-(len(src.extension) + 1)] + ("" if src.extension == "cu" else "_" + src.extension)
     return "_cuda/%s/%s" % (ctx.label.name, rel)
 
 def _flag_args(args, flags):
@@ -59,9 +77,7 @@ def _flag_args(args, flags):
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
 def _base_args(ctx, kind, arch, toolchain, cc_toolchain, src):
-    args = ctx.actions.args()
-    args.use_param_file("@%s", use_always = True)
-    args.set_param_file_format("multiline")
+    args = step_args(ctx)
     args.add("--kind", kind)
     if arch:
         args.add("--arch", arch)
@@ -85,7 +101,8 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         (device_arch_list=per_arch).
 
     Returns:
-      struct(obj, ptx, cubins, fatbin_c): the object, and lists of the device files.
+      struct(obj, files, ptx, cubins, fatbins): the object, the files by role, and
+      lists of the device files (PTX, cubins, embedded-fatbin sources).
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("cuda_compile_split needs src, groups, toolchain and cc_toolchain")
@@ -109,15 +126,12 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         if step.kind in ("host_preprocess", "device_preprocess", "arch_list"):
             direct.append(src)
             transitive.append(headers)
-        ctx.actions.run(
-            executable = ctx.executable._step,
-            arguments = [args],
+        run_step(
+            ctx,
+            args = args,
             inputs = depset(direct, transitive = transitive),
             outputs = [files[r] for r in step.outputs],
             mnemonic = _MNEMONICS[step.kind],
-            # PATH for the host compiler's own tools (as, ld): with
-            # --incompatible_strict_action_env, a fixed /bin:/usr/bin:/usr/local/bin.
-            use_default_shell_env = True,
             progress_message = _PROGRESS[step.kind] % (src.short_path, step.arch),
         )
     return struct(
@@ -125,14 +139,15 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         files = files,
         ptx = [files[r] for r in files if r.startswith("ptx:")],
         cubins = [files[r] for r in files if r.startswith("cubin:")],
-        fatbin_c = files["fatbin.c"],
+        fatbins = [files["fatbin.c"]],
     )
 
 def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
     """Emits one action compiling `src` with nvcc's whole plan (rules_cuda's shape).
 
-    Same arguments and result as cuda_compile_split; the device files are left in a
-    directory output and the lists are empty.
+    Same arguments and result as cuda_compile_split; nvcc's intermediate files are left
+    in a directory output, and the device files, for the output groups, in one
+    directory each (`.ptx/`, `.cubin/`, `.fatbin/`).
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("cuda_compile_mono needs src, groups, toolchain and cc_toolchain")
@@ -140,21 +155,29 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
+    groups_dirs = {kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind)) for kind in _MONO_GROUPS}
     args = _base_args(ctx, "mono", "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
     args.add("--file=module_id=%s" % module_id.path)
     args.add("--mono-dir", keep.path)
+    for kind, d in groups_dirs.items():
+        args.add("--mono-group=%s=%s" % (kind, d.path))
     _flag_args(args, [gencode(g) for g in groups] + nvcc_flags)
-    ctx.actions.run(
-        executable = ctx.executable._step,
-        arguments = [args],
+    run_step(
+        ctx,
+        args = args,
         inputs = depset([src], transitive = [toolchain.compiler_files, cc_toolchain.all_files, headers]),
-        outputs = [obj, module_id, keep],
+        outputs = [obj, module_id, keep] + groups_dirs.values(),
         mnemonic = "CudaCompileMono",
-        use_default_shell_env = True,
         progress_message = "Compiling %s for %s (nvcc, all archs)" % (
             src.short_path,
             ",".join([g.virtual for g in groups]),
         ),
     )
-    return struct(obj = obj, files = {"module_id": module_id}, ptx = [], cubins = [], fatbin_c = None)
+    return struct(
+        obj = obj,
+        files = {"module_id": module_id},
+        ptx = [groups_dirs["ptx"]],
+        cubins = [groups_dirs["cubin"]],
+        fatbins = [groups_dirs["fatbin"]],
+    )

@@ -1,99 +1,34 @@
-"""The `cuda_library` rule: `.cu` sources compiled per step and arch, giving `CcInfo`."""
+"""The `cuda_library` rule: CUDA sources compiled per step and arch, giving `CcInfo`."""
 
-load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
+load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
+load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
-load(":plan.bzl", "ACCEPTED_FORMS", "codes_of", "parse_arch_spec", "unsupported_archs")
+load(":flags.bzl", "check_nvcc_flags")
+load(":plan.bzl", "codes_of")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(
     ":settings.bzl",
-    "CudaArchsSettingInfo",
     "CudaCompileModeInfo",
+    "CudaCoptsSettingInfo",
     "CudaDeviceArchListInfo",
     "PER_ARCH_CCCL_DEFINES",
 )
 
-TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
+# Sources compiled as CUDA: `.cu`, and C++ files, which nvcc compiles as CUDA with `-x cu`.
+CUDA_SOURCE_EXTENSIONS = ["cu"]
+CXX_SOURCE_EXTENSIONS = ["cc", "cpp", "cxx"]
+_HEADER_EXTENSIONS = [".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc"]
 
-# What every rule that runs the step runner needs: the default archs, the runner, the
-# C++ toolchain (nvcc's host compiler) and the CUDA toolchain.
-STEP_RULE_ATTRS = {
-    "_archs": attr.label(
-        default = Label("//cuda:archs"),
-        providers = [CudaArchsSettingInfo],
-        doc = "The default arch spec.",
-    ),
-    "_step": attr.label(
-        default = Label("//tools:step"),
-        executable = True,
-        cfg = "exec",
-        doc = "The step runner (tools/cuda_split/step.py).",
-    ),
-    "_cc_toolchain": attr.label(
-        default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
-        doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
-    ),
-}
+# A target's features that add nvcc flags (`features = [...]` or `--features=`).
+DEVICE_DEBUG_FEATURE = "cuda_device_debug"
 
-STEP_RULE_TOOLCHAINS = [
-    TOOLCHAIN_TYPE,
-    "@bazel_tools//tools/cpp:toolchain_type",
-]
-
-# nvcc flags the rules set themselves; in copts they would break the split.
-_RESERVED_FLAGS = [
-    "-arch",
-    "--gpu-architecture",
-    "-code",
-    "--gpu-code",
-    "-gencode",
-    "--generate-code",
-    "-c",
-    "--compile",
-    "-o",
-    "--output-file",
-    "-rdc",
-    "--relocatable-device-code",
-    "-dc",
-    "--device-c",
-    "-dlink",
-    "--device-link",
-    "-ccbin",
-    "--compiler-bindir",
-    "--keep",
-    "--keep-dir",
-    "--dryrun",
-]
-
-def _check_copts(label, copts):
-    for flag in copts:
-        name = flag.split("=", 1)[0]
-        if name in _RESERVED_FLAGS:
-            fail("%s: copts may not contain '%s': the rules set it (archs go in the `archs` " % (label, flag) +
-                 "attribute or --@rules_cuda_split//cuda:archs; `rdc` is an attribute)")
-
-def resolve_archs(ctx, toolchain):
-    """The target's parsed arch spec: its `archs` attribute, else the build setting.
-
-    Fails at analysis time naming the bad token, the accepted forms and the SDK's archs.
-    """
-    spec = ctx.attr.archs or ctx.attr._archs[CudaArchsSettingInfo].spec
-    origin = "archs = \"%s\"" % spec if ctx.attr.archs else "--@rules_cuda_split//cuda:archs=%s" % spec
-    groups, err = parse_arch_spec(spec)
+def _checked(label, flags, origin):
+    err, split_flags = check_nvcc_flags(flags, origin)
     if err:
-        fail("%s (%s): %s" % (ctx.label, origin, err))
-    bad = unsupported_archs(groups, toolchain.real_archs, toolchain.virtual_archs)
-    if bad:
-        fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
-              "Accepted forms: %s.\nThis SDK supports: %s") % (
-            ctx.label,
-            origin,
-            toolchain.version,
-            ", ".join(bad),
-            ACCEPTED_FORMS,
-            ", ".join(toolchain.real_archs + toolchain.virtual_archs),
-        ))
-    return groups
+        fail("%s: %s" % (label, err))
+    return split_flags
 
 def _not_sdk(dirs, sdk_root, bin_dir):
     """Include dirs but the SDK's: nvcc adds its own, and naming them again (say, from a
@@ -106,34 +41,83 @@ def _not_sdk(dirs, sdk_root, bin_dir):
            d != generated and not d.startswith(generated + "/")
     ]
 
-def _nvcc_flags(ctx, compilation_context, toolchain):
-    """The target's nvcc flags: copts, host/ptxas options, defines and include paths."""
-    flags = list(ctx.attr.copts)
-    flags += ["-Xcompiler=" + f for f in ctx.attr.host_copts]
-    flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
-    flags += ["-D" + d for d in compilation_context.defines.to_list()]
-    flags += ["-D" + d for d in ctx.attr.local_defines]
+def _include_flags(compilation_context, toolchain, bin_dir):
+    """-I/-isystem flags of the merged compilation context, the SDK's own left out."""
     sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
-    bin_dir = ctx.bin_dir.path
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
-    quote = _not_sdk(compilation_context.quote_includes.to_list(), sdk_root, bin_dir)
-    flags += ["-I" + d for d in quote]
+    flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root, bin_dir)]
     flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root, bin_dir)]
     for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root, bin_dir):
         flags += ["-isystem", d]
     return flags
 
-def _include_dirs(ctx):
-    """`includes` attribute entries, relative to the package, in source and output trees."""
-    dirs = []
+def _cpp_compile_flags(ctx, cc_toolchain, unsupported):
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features + unsupported,
+    )
+    variables = cc_common.create_compile_variables(
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+    )
+    return cc_common.get_memory_inefficient_command_line(
+        feature_configuration = feature_configuration,
+        action_name = "c++-compile",
+        variables = variables,
+    )
+
+def compilation_mode_flags(ctx, cc_toolchain):
+    """The C++ toolchain's own flags for `-c dbg|fastbuild|opt` (e.g. `-g`; `-O2
+    -DNDEBUG ...`): its c++-compile command line with the mode's feature, less the one
+    without. They reach every host compiler call of nvcc's plan as `-Xcompiler`."""
+    mode = ctx.var["COMPILATION_MODE"]
+    without = _cpp_compile_flags(ctx, cc_toolchain, [mode])
+    return [f for f in _cpp_compile_flags(ctx, cc_toolchain, []) if f not in without]
+
+def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split):
+    """The target's nvcc flags: compilation mode and device debug, the build's and the
+    target's copts, host and ptxas options, defines and include paths."""
+    flags = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
+    if DEVICE_DEBUG_FEATURE in ctx.features:
+        flags.append("-G")
+    build_copts = ctx.attr._copts[CudaCoptsSettingInfo].copts
+    copts = [ctx.expand_make_variables("copts", c, {}) for c in ctx.attr.copts]
+    build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
+    own_split = _checked(ctx.label, copts, "copts")
+    flags += (build_split + own_split) if split else (build_copts + copts)
+    flags += ["-Xcompiler=" + f for f in ctx.attr.host_copts]
+    flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
+    flags += ["-D" + d for d in compilation_context.defines.to_list()]
+    flags += ["-D" + d for d in ctx.attr.local_defines]
+    flags += _include_flags(compilation_context, toolchain, ctx.bin_dir.path)
+    if ctx.attr.rdc:
+        flags.append("-rdc=true")
+    return flags
+
+def _repo_relative(ctx, path):
+    """`path` (relative to the target's repository) as the execroot names it."""
+    root = ctx.label.workspace_root
+    return (root + "/" + path if path else root) if root else (path or ".")
+
+def _own_compilation_context(ctx):
+    """The target's headers, defines and include roots, as cc_library makes them: the
+    repository's root in the source and output trees (so `#include "pkg/k.h"` works in
+    external repositories too) and `includes`, relative to the package."""
+    bin_root = ctx.bin_dir.path
+    quote = [_repo_relative(ctx, ""), bin_root + "/" + _repo_relative(ctx, "") if ctx.label.workspace_root else bin_root]
+    includes = []
     for inc in ctx.attr.includes:
-        path = ctx.label.package + ("/" + inc if inc and inc != "." else "")
-        if ctx.label.workspace_root:
-            path = ctx.label.workspace_root + "/" + path
-        dirs.append(path)
-        dirs.append(ctx.bin_dir.path + "/" + path)
-    return dirs
+        path = _repo_relative(ctx, ctx.label.package + ("/" + inc if inc and inc != "." else ""))
+        includes += [path, bin_root + "/" + path]
+    return cc_common.create_compilation_context(
+        headers = depset(ctx.files.hdrs),
+        includes = depset(includes),
+        quote_includes = depset(quote),
+        defines = depset(ctx.attr.defines),
+    )
 
 def _by_arch(outputs, prefix):
     """{arch: [files]} of the compile outputs whose role starts with `prefix`."""
@@ -145,51 +129,24 @@ def _by_arch(outputs, prefix):
                 found[arch] = found.get(arch, []) + [f]
     return found
 
-def _cuda_library_impl(ctx):
-    toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
-    cc_toolchain = find_cpp_toolchain(ctx)
-    _check_copts(ctx.label, ctx.attr.copts)
-    groups = resolve_archs(ctx, toolchain)
-    if not ctx.attr.rdc and [g for g in groups if g.lto]:
-        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
-    feature_configuration = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
-    )
-    deps_cc = [d[CcInfo] for d in ctx.attr.deps]
-    own_context = cc_common.create_compilation_context(
-        headers = depset(ctx.files.hdrs),
-        includes = depset(_include_dirs(ctx)),
-        quote_includes = depset([".", ctx.bin_dir.path]),
-        defines = depset(ctx.attr.defines),
-    )
-    merged = cc_common.merge_cc_infos(
-        direct_cc_infos = [CcInfo(compilation_context = own_context)],
-        cc_infos = deps_cc,
-    )
-    compilation_context = merged.compilation_context
-    nvcc_flags = _nvcc_flags(ctx, compilation_context, toolchain)
-    if ctx.attr.rdc:
-        nvcc_flags.append("-rdc=true")
-    private_headers = [f for f in ctx.files.srcs if f.extension != "cu"]
-    headers = depset(ctx.files.hdrs + private_headers, transitive = [compilation_context.headers])
-    split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
+def _compile_sources(ctx, *, toolchain, cc_toolchain, groups, compilation_context, split):
     per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
     if per_arch_list and not split:
         fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % ctx.label +
              "compile_mode=split (one nvcc per source sees every arch)")
+    nvcc_flags = _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split)
     if per_arch_list:
         nvcc_flags += ["-D" + d for d in PER_ARCH_CCCL_DEFINES]
+    sources = [f for f in ctx.files.srcs if f.extension in CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS]
+    private_headers = [f for f in ctx.files.srcs if f not in sources]
+    headers = depset(ctx.files.hdrs + private_headers, transitive = [compilation_context.headers])
     outputs = []
-    for src in ctx.files.srcs:
-        if src.extension != "cu":
-            continue
+    for src in sources:
         common = dict(
             src = src,
             groups = groups,
-            nvcc_flags = nvcc_flags,
+            # nvcc compiles C++ sources as CUDA only when told.
+            nvcc_flags = (["-x", "cu"] if src.extension in CXX_SOURCE_EXTENSIONS else []) + nvcc_flags,
             toolchain = toolchain,
             cc_toolchain = cc_toolchain,
             headers = headers,
@@ -198,7 +155,15 @@ def _cuda_library_impl(ctx):
             outputs.append(cuda_compile_split(ctx, per_arch_list = per_arch_list, **common))
         else:
             outputs.append(cuda_compile_mono(ctx, **common))
-    objects = [o.obj for o in outputs]
+    return outputs
+
+def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain):
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
     linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
         actions = ctx.actions,
         feature_configuration = feature_configuration,
@@ -224,21 +189,46 @@ def _cuda_library_impl(ctx):
             CcInfo(linking_context = linking_context),
             CcInfo(linking_context = guard),
         ]).linking_context
+    return linking_context
+
+def _rdc_info(ctx, outputs, groups, split):
     rdc_deps = [d[CudaRdcInfo] for d in ctx.attr.deps if CudaRdcInfo in d]
-    if ctx.attr.rdc:
-        rdc = merge_rdc_infos(
-            rdc_deps,
-            cubins = _by_arch(outputs, "cubin:") if split else {},
-            ltoir = _by_arch(outputs, "ltoir:") if split else {},
-            objects = [] if split else objects,
-            module_ids = [o.files["module_id"] for o in outputs],
-            libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],
-        )
-    else:
-        rdc = merge_rdc_infos(rdc_deps)
-    ptx = [f for o in outputs for f in o.ptx]
-    cubins = [f for o in outputs for f in o.cubins]
-    fatbins = [o.fatbin_c for o in outputs if o.fatbin_c]
+    if not ctx.attr.rdc:
+        return merge_rdc_infos(rdc_deps)
+    return merge_rdc_infos(
+        rdc_deps,
+        cubins = _by_arch(outputs, "cubin:") if split else {},
+        ltoir = _by_arch(outputs, "ltoir:") if split else {},
+        objects = [] if split else [o.obj for o in outputs],
+        module_ids = [o.files["module_id"] for o in outputs],
+        libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],
+    )
+
+def _cuda_library_impl(ctx):
+    toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
+    cc_toolchain = find_cc_toolchain(ctx)
+    groups = resolve_archs(ctx, toolchain)
+    if not ctx.attr.rdc and [g for g in groups if g.lto]:
+        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
+    deps_cc = [d[CcInfo] for d in ctx.attr.deps]
+    compilation_context = cc_common.merge_cc_infos(
+        direct_cc_infos = [CcInfo(compilation_context = _own_compilation_context(ctx))],
+        cc_infos = deps_cc,
+    ).compilation_context
+    split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
+    outputs = _compile_sources(
+        ctx,
+        toolchain = toolchain,
+        cc_toolchain = cc_toolchain,
+        groups = groups,
+        compilation_context = compilation_context,
+        split = split,
+    )
+    objects = [o.obj for o in outputs]
+    linking_context = _link(ctx, objects = objects, deps_cc = deps_cc, toolchain = toolchain, cc_toolchain = cc_toolchain)
+    ptx = depset([f for o in outputs for f in o.ptx])
+    cubins = depset([f for o in outputs for f in o.cubins])
+    fatbins = depset([f for o in outputs for f in o.fatbins])
     return [
         DefaultInfo(files = depset(objects + [
             lib.static_library or lib.pic_static_library
@@ -246,43 +236,48 @@ def _cuda_library_impl(ctx):
             if li.owner == ctx.label
             for lib in li.libraries
         ])),
-        CcInfo(
-            compilation_context = compilation_context,
-            # The CUDA runtime joins the link only: nvcc adds the SDK's own include paths,
-            # and listing them again would change the preprocessed sources.
-            linking_context = cc_common.merge_cc_infos(
-                cc_infos = [CcInfo(linking_context = linking_context), toolchain.cudart] + deps_cc,
-            ).linking_context,
+        # The CUDA runtime's headers and library reach dependents, as with rules_cuda:
+        # a cc_library/cc_binary using this one can include <cuda_runtime.h>. (CUDA
+        # targets leave the SDK's include paths out of nvcc's flags: nvcc adds its own.)
+        cc_common.merge_cc_infos(
+            direct_cc_infos = [CcInfo(compilation_context = compilation_context, linking_context = linking_context)],
+            cc_infos = [toolchain.cudart] + deps_cc,
         ),
         CudaInfo(
-            ptx = depset(ptx),
-            cubins = depset(cubins),
-            fatbins = depset(fatbins),
+            ptx = ptx,
+            cubins = cubins,
+            fatbins = fatbins,
             archs = ["%s:%s" % (g.virtual, ",".join(codes_of(g))) for g in groups],
             rdc = ctx.attr.rdc,
         ),
-        rdc,
+        _rdc_info(ctx, outputs, groups, split),
         OutputGroupInfo(
-            cuda_ptx = depset(ptx),
-            cuda_cubin = depset(cubins),
-            cuda_fatbin = depset(fatbins),
+            cuda_ptx = ptx,
+            cuda_cubin = cubins,
+            cuda_fatbin = fatbins,
             cuda_arch_list = depset([f for o in outputs for r, f in o.files.items() if r.startswith("arch_list:")]),
         ),
     ]
 
 cuda_library = rule(
     implementation = _cuda_library_impl,
-    doc = "Compiles `.cu` sources with nvcc's own plan, one action per step and GPU arch " +
+    doc = "Compiles CUDA sources with nvcc's own plan, one action per step and GPU arch " +
           "(`compile_mode=split`), and gives `CcInfo` so `cc_library`/`cc_binary` can " +
-          "depend on it. Output groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold " +
-          "the device files.",
+          "depend on it (the CUDA runtime's headers and library included). Output " +
+          "groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold the device files. " +
+          "The C++ toolchain's flags for the compilation mode (`-c dbg`: `-g`; " +
+          "`-c opt`: `-O2 -DNDEBUG ...`) reach nvcc's host compiler; the feature " +
+          "`cuda_device_debug` (`features = [\"cuda_device_debug\"]` or " +
+          "`--features=cuda_device_debug`) adds `-G`, device debug info, which turns " +
+          "device optimisation off.",
     attrs = dict({
         "srcs": attr.label_list(
-            allow_files = [".cu", ".cuh", ".h", ".hpp", ".inl"],
-            doc = "`.cu` sources to compile; headers listed here are private to the target.",
+            allow_files = [".cu", ".cc", ".cpp", ".cxx"] + _HEADER_EXTENSIONS,
+            doc = "Sources to compile: `.cu`, and `.cc`/`.cpp`/`.cxx`, compiled as CUDA " +
+                  "(`nvcc -x cu`); headers listed here are private to the target.",
         ),
         "hdrs": attr.label_list(
-            allow_files = [".cuh", ".h", ".hpp", ".inl"],
+            allow_files = _HEADER_EXTENSIONS,
             doc = "Public headers, visible to dependents.",
         ),
         "deps": attr.label_list(
@@ -294,8 +289,10 @@ cuda_library = rule(
                   "(e.g. `sm_80,sm_90`, `compute_80:sm_80,sm_86`, `compute_90:compute_90,sm_90`).",
         ),
         "copts": attr.string_list(
-            doc = "nvcc flags for every step (e.g. `-O3`, `-lineinfo`, `--use_fast_math`). " +
-                  "Arch, output and mode flags are the rules' own and are rejected here.",
+            doc = "nvcc flags for every step (e.g. `-O3`, `-lineinfo`, `--use_fast_math`), " +
+                  "after those of --@rules_cuda_split//cuda:copts. Arch, output, mode and " +
+                  "language flags are the rules' own and are refused; `-t`/`--threads` are " +
+                  "dropped in split mode (each step is its own action).",
         ),
         "host_copts": attr.string_list(
             doc = "Host compiler flags, passed as `-Xcompiler=`.",

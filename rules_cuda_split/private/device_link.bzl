@@ -1,9 +1,10 @@
 """Device link of relocatable device code: an aspect that collects it along `deps`, and
 `cuda_device_link`, which links it once per binary, one nvlink action per GPU arch."""
 
-load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
+load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
-load(":cuda_library.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
+load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs", "run_step", "step_args")
 load(":plan.bzl", "file_name")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 
@@ -53,20 +54,17 @@ def _missing_archs(rdc, links):
 
 def _run(ctx, toolchain, cc_toolchain, args, inputs, outputs, mnemonic, progress):
     """Runs the step runner with `args` (a device-link kind); `inputs` is a depset."""
-    args.use_param_file("@%s", use_always = True)
-    args.set_param_file_format("multiline")
-    ctx.actions.run(
-        executable = ctx.executable._step,
-        arguments = [args],
+    run_step(
+        ctx,
+        args = args,
         inputs = depset(transitive = [inputs, toolchain.link_files, cc_toolchain.all_files]),
         outputs = outputs,
         mnemonic = mnemonic,
         progress_message = progress,
-        use_default_shell_env = True,
     )
 
 def _base_args(ctx, kind, arch, toolchain, cc_toolchain):
-    args = ctx.actions.args()
+    args = step_args(ctx)
     args.add("--kind", kind)
     if arch:
         args.add("--arch", arch)
@@ -150,7 +148,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
 
 def _cuda_device_link_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
-    cc_toolchain = find_cpp_toolchain(ctx)
+    cc_toolchain = find_cc_toolchain(ctx)
     rdc = merge_rdc_infos([d[_CollectedRdcInfo].rdc for d in ctx.attr.deps])
     deps_cc = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d])
     if not rdc.module_ids.to_list():

@@ -1,8 +1,14 @@
-"""Build settings: `--@rules_cuda_split//cuda:archs`, `:compile_mode` and `:device_arch_list`."""
+"""Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode` and
+`:device_arch_list`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
     fields = {"spec": "string: the arch spec as given, e.g. `sm_80,sm_90`."},
+)
+
+CudaCoptsSettingInfo = provider(
+    doc = "The value of the `copts` build setting.",
+    fields = {"copts": "list[string]: nvcc flags for every CUDA target of the build."},
 )
 
 CudaCompileModeInfo = provider(
@@ -38,6 +44,18 @@ archs_flag = rule(
     doc = "The default arch spec of every `cuda_library` (rules_cuda syntax: " +
           "`sm_80,sm_90`, `compute_80:sm_80,sm_86`, `compute_90:compute_90,sm_90`, " +
           "groups separated by `;`). Checked against the SDK at analysis time.",
+)
+
+def _copts_flag_impl(ctx):
+    return [CudaCoptsSettingInfo(copts = ctx.build_setting_value)]
+
+copts_flag = rule(
+    implementation = _copts_flag_impl,
+    build_setting = config.string_list(flag = True),
+    doc = "nvcc flags for every `cuda_library` of the build, before the target's own " +
+          "`copts` (as rules_cuda's `--@rules_cuda//cuda:copts`), comma-separated: " +
+          "`--@rules_cuda_split//cuda:copts=-lineinfo,--use_fast_math`. The same " +
+          "flags are refused here as in `copts`.",
 )
 
 def _accepted_value(ctx, accepted):

@@ -1,8 +1,10 @@
 """Run one step of nvcc's plan, with the files where the build system declared them.
 
-Used as the executable of every split action (Bazel, Buck2, the standalone driver):
+Run by every split Bazel action (no py_binary: `python3` on the action's PATH):
 
-    python -m cuda_split.step @params
+    python3 -B -S -E tools/cuda_split/step.py @params
+
+It needs the standard library only.
 
 The params file holds one argument a line: `--kind cicc --arch compute_90 --nvcc
 external/local_cuda/bin/nvcc --src a/x.cu --file ptx:compute_90=bazel-out/.../x.compute_90.ptx
@@ -23,9 +25,14 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
-from cuda_split import archlist
-from cuda_split import plan as planlib
-from cuda_split.pipeline import ARCH_LIST, file_name
+if not __package__:
+    # Run as a script, as the Bazel actions do (`python3 -B -S -E tools/cuda_split/step.py`,
+    # no py_binary stub): import `cuda_split` from the directory above this file.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from cuda_split import archlist  # noqa: E402
+from cuda_split import plan as planlib  # noqa: E402
+from cuda_split.pipeline import ARCH_LIST, file_name  # noqa: E402
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -73,6 +80,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="register: the .module_id of each linked source, in link order",
     )
     p.add_argument("--mono-dir", default="", help="--kind mono: where intermediates go")
+    p.add_argument(
+        "--mono-group",
+        action="append",
+        default=[],
+        metavar="KIND=DIR",
+        help="--kind mono: copy the ptx, cubin or fatbin files into DIR (an output group)",
+    )
     p.add_argument(
         "--own-nvcc-flag",
         action="append",
@@ -452,7 +466,28 @@ def run(args: argparse.Namespace) -> int:
         rc = execute(plan, step, files, args, hide_sources=step.kind == planlib.PTXAS)
         if rc:
             return rc
+    copy_mono_groups(files, args.mono_group)
     return 0
+
+
+# --mono-group KIND=DIR: the roles of nvcc's --keep files that go to output group KIND.
+MONO_GROUP_ROLES = {"ptx": "ptx:", "cubin": "cubin:", "fatbin": "fatbin.c"}
+
+
+def copy_mono_groups(files: Mapping[str, str], groups: Sequence[str]) -> None:
+    """Copies the PTX, cubins and embedded fatbins of a mono compile into the
+    directories of their output groups (cuda_ptx, cuda_cubin, cuda_fatbin)."""
+    for pair in groups:
+        kind, _, directory = pair.partition("=")
+        if kind not in MONO_GROUP_ROLES or not directory:
+            raise planlib.PlanError(
+                f"--mono-group wants KIND=DIR with KIND one of {', '.join(MONO_GROUP_ROLES)}, "
+                f"got '{pair}'"
+            )
+        os.makedirs(directory, exist_ok=True)
+        for role, path in sorted(files.items()):
+            if role.startswith(MONO_GROUP_ROLES[kind]) and os.path.isfile(path):
+                shutil.copyfile(path, os.path.join(directory, os.path.basename(path)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
