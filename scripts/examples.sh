@@ -41,10 +41,12 @@ fi
 
 # The binaries and their paths, asked of cquery with the build's flags (they can change
 # the output directory); found rather than listed so a new example needs no edit here.
-# cc_binary covers cuda_binary, a macro around it; tests are for `bazel test`.
+# cuda_binary is a macro: its `cuda_executable_binary` runs a cc_binary tagged manual;
+# tests are for `bazel test`.
 EXECROOT="$("${BAZEL[@]}" info execution_root)"
 binaries="$("${BAZEL[@]}" cquery --noshow_progress "${FLAGS[@]}" \
-    'kind("cc_binary rule", //examples/...)' --output=starlark \
+    'kind("^(cc_binary|cuda_executable_binary) rule$", //examples/...) except attr(tags, "\bmanual\b", //examples/...)' \
+    --output=starlark \
     --starlark:expr='str(target.label) + " " + target.files_to_run.executable.path')"
 declare -A BINARY # label -> absolute path
 TARGETS=()

@@ -1,32 +1,66 @@
-"""`cuda_binary` and `cuda_test`: a `cuda_library` of the sources, its device link, and
-`cc_binary`/`cc_test` linking both."""
+"""`cuda_binary` and `cuda_test`: a `cuda_library` of the CUDA sources, its device link,
+and a `cc_binary`/`cc_test` linking both with the host sources, under the macro's name
+with the CUDA output groups."""
 
+load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
 load(":cuda_library.bzl", "cuda_library")
 load(":device_link.bzl", "cuda_device_link")
+load(":executable.bzl", "cuda_executable_binary", "cuda_executable_test")
 
+# Attributes of the macro that configure the CUDA compile.
 _LIBRARY_ATTRS = [
     "archs",
     "copts",
     "host_copts",
     "ptxas_opts",
     "defines",
-    "local_defines",
     "includes",
     "hdrs",
     "rdc",
 ]
 
-def _split(name, kwargs, deps, cc_rule):
+# Attributes every test rule has: they belong to the target `bazel test` runs.
+_TEST_ATTRS = ["size", "timeout", "flaky", "shard_count", "local", "args", "env"]
+
+# Host C++ sources: compiled by the C++ toolchain, unless host_srcs_as_cuda.
+_HOST_EXTENSIONS = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")
+_CUDA_HEADER_EXTENSIONS = (".cuh",)
+_HEADER_EXTENSIONS = (".h", ".hh", ".hpp", ".hxx", ".inl", ".inc")
+
+def _split_srcs(srcs, host_srcs_as_cuda):
+    """(CUDA library srcs, cc_binary srcs). Headers go to both; sources with another
+    extension, and labels of rules, to the library."""
+    cuda, host = [], []
+    for src in srcs:
+        name = src if type(src) == "string" else str(src)
+        if name.endswith(_HEADER_EXTENSIONS):
+            cuda.append(src)
+            host.append(src)
+        elif name.endswith(_HOST_EXTENSIONS) and not host_srcs_as_cuda:
+            host.append(src)
+        else:
+            cuda.append(src)
+    return cuda, host
+
+def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
+    testonly = kwargs.get("testonly", cc_rule == cc_test)
+    tags = kwargs.get("tags", [])
+    visibility = kwargs.pop("visibility", None)
     lib_kwargs = {k: kwargs.pop(k) for k in _LIBRARY_ATTRS if k in kwargs}
-    srcs = kwargs.pop("srcs", [])
+    wrapper_kwargs = {k: kwargs.pop(k) for k in _TEST_ATTRS if k in kwargs} if cc_rule == cc_test else {}
+    if "args" in kwargs:
+        wrapper_kwargs["args"] = kwargs.pop("args")
+    cuda_srcs, host_srcs = _split_srcs(kwargs.pop("srcs", []), host_srcs_as_cuda)
+    local_defines = kwargs.pop("local_defines", [])
     cuda_library(
         name = name + "_cuda",
-        srcs = srcs,
+        srcs = cuda_srcs,
         deps = deps,
+        local_defines = local_defines,
         alwayslink = True,
         visibility = ["//visibility:private"],
-        tags = kwargs.get("tags", []),
-        testonly = kwargs.get("testonly", cc_rule == native.cc_test),
+        tags = tags + ["manual"],
+        testonly = testonly,
         **lib_kwargs
     )
 
@@ -36,34 +70,56 @@ def _split(name, kwargs, deps, cc_rule):
         deps = [":" + name + "_cuda"],
         archs = lib_kwargs.get("archs", ""),
         visibility = ["//visibility:private"],
-        tags = kwargs.get("tags", []),
-        testonly = kwargs.get("testonly", cc_rule == native.cc_test),
+        tags = tags + ["manual"],
+        testonly = testonly,
     )
     cc_rule(
-        name = name,
+        name = name + "_bin",
+        srcs = host_srcs,
+        local_defines = local_defines,
         deps = [":" + name + "_dlink"],
-        **kwargs
+        visibility = ["//visibility:private"],
+        **dict(kwargs, tags = tags + ["manual"])
+    )
+    wrapper(
+        name = name,
+        binary = ":" + name + "_bin",
+        parts = [":" + name + "_cuda", ":" + name + "_dlink"],
+        visibility = visibility,
+        tags = tags,
+        testonly = testonly,
+        **wrapper_kwargs
     )
 
-def cuda_binary(name, deps = [], **kwargs):
-    """A binary from `.cu` sources: `cuda_library(name + "_cuda")`, its device link
-    `cuda_device_link(name + "_dlink")`, linked by `cc_binary`.
+def cuda_binary(name, deps = [], host_srcs_as_cuda = False, **kwargs):
+    """A binary from CUDA and C++ sources.
+
+    Makes `cuda_library(name + "_cuda")` of the CUDA sources, its device link
+    `cuda_device_link(name + "_dlink")`, `cc_binary(name + "_bin")` of the host sources
+    linking both, and `name`, which runs that binary and has the output groups
+    `cuda_ptx`, `cuda_cubin`, `cuda_fatbin` and `cuda_arch_list` of every CUDA library it
+    links (and the device-linked cubins).
 
     Args:
       name: the binary's name.
       deps: `cuda_library`/`cc_library` targets.
-      **kwargs: `srcs` and the `cuda_library` attributes (archs, copts, host_copts,
-        ptxas_opts, defines, local_defines, includes, hdrs, rdc) go to the library; the rest
-        (linkopts, data, args, visibility, ...) to `cc_binary`.
+      host_srcs_as_cuda: compile `.cc`/`.cpp`/`.cxx` sources of `srcs` as CUDA (`nvcc -x
+        cu`, split per arch) instead of with the C++ toolchain.
+      **kwargs: `srcs` (`.cu` to the library; `.c`/`.cc`/`.cpp`/`.cxx` to `cc_binary`;
+        headers to both), the `cuda_library` attributes (archs, copts, host_copts,
+        ptxas_opts, defines, includes, hdrs, rdc; `local_defines` to both), and the rest
+        (linkopts, data, malloc, visibility, ...) to `cc_binary`; `args` to `name`.
     """
-    _split(name, kwargs, deps, native.cc_binary)
+    _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_binary, cuda_executable_binary)
 
-def cuda_test(name, deps = [], **kwargs):
-    """A test from `.cu` sources: as `cuda_binary`, linked by `cc_test`.
+def cuda_test(name, deps = [], host_srcs_as_cuda = False, **kwargs):
+    """A test from CUDA and C++ sources: as `cuda_binary`, with `cc_test`.
 
     Args:
       name: the test's name.
       deps: `cuda_library`/`cc_library` targets.
-      **kwargs: as for `cuda_binary`; the rest goes to `cc_test`.
+      host_srcs_as_cuda: as for `cuda_binary`.
+      **kwargs: as for `cuda_binary`; size, timeout, flaky, shard_count, local, args and
+        env go to `name`, the test `bazel test` runs.
     """
-    _split(name, kwargs, deps, native.cc_test)
+    _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_test, cuda_executable_test)

@@ -1,10 +1,12 @@
 """Analysis tests of cuda_library: the actions it declares, without running them."""
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+load("@rules_cc//cc:defs.bzl", "CcInfo")
 
 _ARCHS = "//cuda:archs"
 _MODE = "//cuda:compile_mode"
 _ARCH_LIST = "//cuda:device_arch_list"
+_COPTS = "//cuda:copts"
 
 def _actions_by_mnemonic(env):
     counts = {}
@@ -175,3 +177,94 @@ def _no_rdc_no_link_impl(ctx):
     return analysistest.end(env)
 
 no_rdc_no_link_test = analysistest.make(_no_rdc_no_link_impl)
+
+# Flags in the step actions: compilation modes, device debug, the build's copts, -t.
+
+def _flags_impl(ctx):
+    env = analysistest.begin(ctx)
+    actions = [a for a in analysistest.target_actions(env) if a.mnemonic == ctx.attr.mnemonic]
+    asserts.true(env, len(actions) > 0, "no %s action" % ctx.attr.mnemonic)
+    for action in actions:
+        for flag in ctx.attr.present:
+            asserts.true(env, flag in action.argv, "%s passes %s: %s" % (action.mnemonic, flag, action.argv))
+        for flag in ctx.attr.absent:
+            asserts.false(env, flag in action.argv, "%s does not pass %s: %s" % (action.mnemonic, flag, action.argv))
+    for want in ctx.attr.outputs:
+        found = [f.short_path for a in actions for f in a.outputs.to_list() if f.short_path.endswith(want)]
+        asserts.equals(env, 1, len(found), "one %s output ending in %s" % (ctx.attr.mnemonic, want))
+    return analysistest.end(env)
+
+_FLAGS_ATTRS = {
+    "mnemonic": attr.string(doc = "The actions to check."),
+    "present": attr.string_list(doc = "Arguments each of them has."),
+    "absent": attr.string_list(doc = "Arguments none of them has."),
+    "outputs": attr.string_list(doc = "Path endings of outputs, each of exactly one of them."),
+}
+
+flags_test = analysistest.make(_flags_impl, attrs = _FLAGS_ATTRS, config_settings = {_MODE: "split"})
+
+flags_dbg_test = analysistest.make(
+    _flags_impl,
+    attrs = _FLAGS_ATTRS,
+    config_settings = {_MODE: "split", "//command_line_option:compilation_mode": "dbg"},
+)
+
+flags_opt_test = analysistest.make(
+    _flags_impl,
+    attrs = _FLAGS_ATTRS,
+    config_settings = {_MODE: "split", "//command_line_option:compilation_mode": "opt"},
+)
+
+flags_mono_test = analysistest.make(_flags_impl, attrs = _FLAGS_ATTRS, config_settings = {_MODE: "mono"})
+
+flags_build_copts_test = analysistest.make(
+    _flags_impl,
+    attrs = _FLAGS_ATTRS,
+    config_settings = {_MODE: "split", _COPTS: ["-lineinfo", "--threads=2"]},
+)
+
+build_copts_refused_test = analysistest.make(
+    _expect_failure_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+    config_settings = {_COPTS: ["-lineinfo", "-ptx"]},
+)
+
+# Output groups: of a cuda_library in either mode, and of a cuda_binary (its library,
+# the libraries along its deps, and the device link).
+
+def _output_groups_impl(ctx):
+    env = analysistest.begin(ctx)
+    groups = analysistest.target_under_test(env)[OutputGroupInfo]
+    for name, want in [("cuda_ptx", ctx.attr.ptx), ("cuda_cubin", ctx.attr.cubin), ("cuda_fatbin", ctx.attr.fatbin)]:
+        got = sorted([f.basename for f in getattr(groups, name).to_list()])
+        asserts.equals(env, sorted(want), got, "output group " + name)
+    return analysistest.end(env)
+
+_GROUP_ATTRS = {
+    "ptx": attr.string_list(doc = "Basenames of cuda_ptx."),
+    "cubin": attr.string_list(doc = "Basenames of cuda_cubin."),
+    "fatbin": attr.string_list(doc = "Basenames of cuda_fatbin."),
+}
+
+output_groups_test = analysistest.make(
+    _output_groups_impl,
+    attrs = _GROUP_ATTRS,
+    config_settings = {_ARCHS: "sm_90", _MODE: "split"},
+)
+
+output_groups_mono_test = analysistest.make(
+    _output_groups_impl,
+    attrs = _GROUP_ATTRS,
+    config_settings = {_ARCHS: "sm_90", _MODE: "mono"},
+)
+
+# A cuda_library's dependents get the CUDA runtime's headers (as with rules_cuda), so a
+# cc_binary of a .cpp can include <cuda_runtime.h>.
+def _runtime_headers_impl(ctx):
+    env = analysistest.begin(ctx)
+    headers = analysistest.target_under_test(env)[CcInfo].compilation_context.headers.to_list()
+    asserts.true(env, "cuda_runtime.h" in [h.basename for h in headers], "cuda_runtime.h among the headers")
+    return analysistest.end(env)
+
+runtime_headers_test = analysistest.make(_runtime_headers_impl)

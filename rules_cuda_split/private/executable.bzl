@@ -1,0 +1,92 @@
+"""The rules behind the `cuda_binary`/`cuda_test` macros: the `cc_binary`/`cc_test` the
+macro made, under the macro's name, with the CUDA output groups of everything it links.
+
+A native `cc_binary` cannot give output groups of its own; these rules run its
+executable (a symlink) with its runfiles, and add `cuda_ptx`, `cuda_cubin`, `cuda_fatbin`
+and `cuda_arch_list` from the CUDA libraries along `deps` and the device link.
+"""
+
+load("@rules_cc//cc:defs.bzl", "CcInfo")
+
+CUDA_OUTPUT_GROUPS = ["cuda_ptx", "cuda_cubin", "cuda_fatbin", "cuda_arch_list"]
+
+_CudaOutputsInfo = provider(
+    doc = "The CUDA output groups of a target and everything along its `deps`.",
+    fields = {"groups": "dict[string, depset[File]]: output group name -> files."},
+)
+
+def _collect(own_groups, deps):
+    collected = {}
+    for name in CUDA_OUTPUT_GROUPS:
+        direct = [getattr(own_groups, name)] if own_groups and hasattr(own_groups, name) else []
+        collected[name] = depset(transitive = direct + [
+            d[_CudaOutputsInfo].groups[name]
+            for d in deps
+            if _CudaOutputsInfo in d
+        ])
+    return collected
+
+def _cuda_outputs_aspect_impl(target, ctx):
+    own = target[OutputGroupInfo] if OutputGroupInfo in target else None
+    return [_CudaOutputsInfo(groups = _collect(own, getattr(ctx.rule.attr, "deps", [])))]
+
+cuda_outputs_aspect = aspect(
+    implementation = _cuda_outputs_aspect_impl,
+    attr_aspects = ["deps"],
+    doc = "Collects the CUDA output groups of a target and its `deps`, through " +
+          "`cc_library` and any other rule with `deps`.",
+)
+
+def _executable_impl(ctx):
+    binary = ctx.attr.binary[DefaultInfo]
+    exe = ctx.actions.declare_file(ctx.label.name)
+    ctx.actions.symlink(
+        output = exe,
+        target_file = binary.files_to_run.executable,
+        is_executable = True,
+    )
+    runfiles = ctx.runfiles(files = [exe]).merge(binary.default_runfiles)
+    groups = _collect(None, ctx.attr.parts)
+    providers = [
+        DefaultInfo(executable = exe, files = depset([exe]), runfiles = runfiles),
+        OutputGroupInfo(**groups),
+    ]
+    if CcInfo in ctx.attr.binary:
+        providers.append(ctx.attr.binary[CcInfo])
+    if ctx.attr.env:
+        providers.append(testing.TestEnvironment(ctx.attr.env))
+    return providers
+
+_ATTRS = {
+    "binary": attr.label(
+        mandatory = True,
+        executable = True,
+        cfg = "target",
+        doc = "The `cc_binary`/`cc_test` the macro made.",
+    ),
+    "parts": attr.label_list(
+        aspects = [cuda_outputs_aspect],
+        doc = "The macro's `cuda_library` and `cuda_device_link`: their output groups, " +
+              "and those along their `deps`, become this target's.",
+    ),
+    "env": attr.string_dict(
+        doc = "Environment of the test (`cuda_test` only; `bazel run` of a " +
+              "`cuda_binary` does not set it).",
+    ),
+}
+
+cuda_executable_binary = rule(
+    implementation = _executable_impl,
+    executable = True,
+    attrs = _ATTRS,
+    doc = "The `cc_binary` of a `cuda_binary` macro under the macro's name, with the " +
+          "CUDA output groups (" + ", ".join(CUDA_OUTPUT_GROUPS) + ").",
+)
+
+cuda_executable_test = rule(
+    implementation = _executable_impl,
+    test = True,
+    attrs = _ATTRS,
+    doc = "The `cc_test` of a `cuda_test` macro under the macro's name, with the CUDA " +
+          "output groups (" + ", ".join(CUDA_OUTPUT_GROUPS) + ").",
+)

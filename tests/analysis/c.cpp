@@ -1,0 +1,1 @@
+__global__ void c_kernel(int *p) { *p = 3; }

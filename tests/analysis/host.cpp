@@ -1,0 +1,1 @@
+int host_value() { return 42; }
