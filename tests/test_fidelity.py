@@ -307,3 +307,19 @@ def test_debug_cubin_records_ptxas_file_names(sdk: pathlib.Path, tmp_path: pathl
     assert b"printf.compute_80.ptx -no-bb-merge  -ret-end  -g  -o printf.sm_80.cubin" in ours
     assert b"printf.ptx -no-bb-merge  -ret-end  -g  -o printf.cubin" in theirs
     assert ours != theirs
+
+
+@pytest.mark.parametrize("spec", ["sm_80", "sm_80,sm_90"])
+def test_cpp_source_as_cuda_matches_nvcc(
+    sdk: pathlib.Path, cuobjdump: pathlib.Path, tmp_path: pathlib.Path, spec: str
+) -> None:
+    """A `.cpp` source in cuda_library's srcs is compiled as CUDA (`-x cu`, the flag the
+    rules add): the split's per-arch files and object are nvcc's `-x cu --keep` ones."""
+    src = "tests/fidelity/src/host_as_cuda.cpp"
+    pair = harness.compile_both(sdk, src, spec, ["-x", "cu"], tmp_path)
+    assert set(pair.compared_roles()) == expected_roles(spec)
+    for role in pair.compared_roles():
+        assert_same(role, *pair.read(role))
+    images = harness.list_images(cuobjdump, pair.split.paths["obj"])
+    assert images and images == harness.list_images(cuobjdump, pair.nvcc.obj)
+    assert harness.same_object(pair) == harness.same_object_expected(pair)
