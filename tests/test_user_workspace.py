@@ -1,0 +1,240 @@
+"""A user's own workspace, outside this repository, set up with exactly the README's
+snippets: a `cuda_library` of its own, one in an external repository (root-relative
+include, one source in two targets), a `.cpp` source compiled as CUDA, a `cc_binary`
+including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, its output groups, built
+with `-c dbg` and `-c opt`.
+
+The WORKSPACE and BUILD text come from README.md's blocks marked
+`<!-- user-workspace: NAME -->`, so the README cannot drift from what works. The offline
+repository overrides and the SDK's CUDA_PATH come from this checkout's `.bazelrc.user`
+(what README's "Without internet" section tells users to write).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from bazel_util import REPO, bazel, checkout_copy
+
+pytestmark = pytest.mark.bazel
+
+_SNIPPET = re.compile(r"<!-- user-workspace: (\w+) -->\n```starlark\n(.*?)```", re.S)
+
+SOURCES = {
+    "saxpy.h": "void saxpy(int n, float a, const float* x, float* y);\n",
+    "saxpy.cu": """#include "saxpy.h"
+
+__global__ void saxpy_kernel(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+void saxpy(int n, float a, const float* x, float* y) {
+  saxpy_kernel<<<(n + 255) / 256, 256>>>(n, a, x, y);
+}
+
+// Which compilation mode reached the host compiler.
+#ifdef NDEBUG
+extern "C" int built_with_ndebug() { return 1; }
+#else
+extern "C" int built_without_ndebug() { return 0; }
+#endif
+""",
+    # A plain cc_binary: the CUDA runtime's headers come with the cuda_library.
+    "main.cc": """#include <cuda_runtime.h>
+#include <cstdio>
+
+#include "saxpy.h"
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device\\n");
+    return 0;
+  }
+  float* x = nullptr;
+  float* y = nullptr;
+  cudaMalloc(&x, sizeof(float));
+  cudaMalloc(&y, sizeof(float));
+  saxpy(1, 2.0f, x, y);
+  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+""",
+    "tool.cu": """#include <cuda_runtime.h>
+
+__global__ void tool_kernel(int* p) { *p = 7; }
+
+int tool_main() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess || devices == 0 ? 0 : 1;
+}
+""",
+    # A host source of the cuda_binary: the C++ toolchain compiles it.
+    "cli.cc": "int tool_main();\nint main() { return tool_main(); }\n",
+    # A C++ source in cuda_library's srcs: compiled as CUDA.
+    "misc/mixed.cpp": """#include "pkg/k.h"
+
+__global__ void mixed_kernel(int* p) { *p = k_value(); }
+
+int mixed() { return k_host(); }
+""",
+    "misc/app.cc": """#include <cuda_runtime.h>
+
+int mixed();
+
+int main() {
+  int version = 0;
+  cudaRuntimeGetVersion(&version);
+  return version > 0 && mixed() == 5 ? 0 : 1;
+}
+""",
+    "misc/BUILD": """load("@rules_cc//cc:defs.bzl", "cc_binary")
+load("@rules_cuda_split//rules_cuda_split:cuda_library.bzl", "cuda_library")
+
+cuda_library(
+    name = "mixed",
+    srcs = ["mixed.cpp"],
+    deps = ["@extrepo//pkg:k"],
+)
+
+cc_binary(
+    name = "app",
+    srcs = ["app.cc"],
+    deps = [":mixed"],
+)
+""",
+}
+
+# A third-party repository with CUDA code: `#include "pkg/k.h"` from its root, and one
+# source compiled by two targets.
+EXTERNAL = {
+    "WORKSPACE": 'workspace(name = "extrepo")\n',
+    "pkg/k.h": "__host__ __device__ inline int k_value() { return 5; }\nint k_host();\n",
+    "pkg/k.cu": '#include "pkg/k.h"\n\n__global__ void k_kernel(int* p) { *p = k_value(); }\n\n'
+    "int k_host() { return k_value(); }\n",
+    "pkg/BUILD": """load("@rules_cuda_split//rules_cuda_split:cuda_library.bzl", "cuda_library")
+
+cuda_library(
+    name = "k",
+    srcs = ["k.cu"],
+    hdrs = ["k.h"],
+    visibility = ["//visibility:public"],
+)
+
+cuda_library(
+    name = "k2",
+    srcs = ["k.cu"],
+    hdrs = ["k.h"],
+    copts = ["-lineinfo"],
+    visibility = ["//visibility:public"],
+)
+""",
+}
+
+
+def readme_snippets() -> dict[str, str]:
+    return dict(_SNIPPET.findall((REPO / "README.md").read_text(encoding="utf-8")))
+
+
+def offline_bazelrc() -> str:
+    """The set-up's offline overrides and SDK, as a user without internet writes them."""
+    rc = REPO / ".bazelrc.user"
+    if not rc.is_file():
+        pytest.fail("no .bazelrc.user: run `bash scripts/setup.sh`")
+    lines = [
+        line
+        for line in rc.read_text().splitlines()
+        if re.match(r"(build|fetch|query|sync) --(override_repository|repo_env|sandbox_base|nosandbox_debug)", line)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _write(root: pathlib.Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _section(obj: pathlib.Path, name: str) -> bool:
+    out = subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True, check=True)
+    return f" {name} " in out.stdout
+
+
+def _symbols(obj: pathlib.Path) -> set[str]:
+    out = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True)
+    return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    tmp = tmp_path_factory.mktemp("user")
+    rules = checkout_copy(tmp / "rules_cuda_split")
+    snippets = readme_snippets()
+    assert set(snippets) == {"WORKSPACE", "BUILD"}, "README.md's user-workspace blocks"
+    ws = tmp / "user"
+    ws_text = snippets["WORKSPACE"].replace('path = "..."', f'path = "{rules}"')
+    assert ws_text != snippets["WORKSPACE"], "README's WORKSPACE has `path = \"...\"`"
+    ws_text += f'\nlocal_repository(name = "extrepo", path = "{tmp / "extrepo"}")\n'
+    _write(ws, {"WORKSPACE": ws_text, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
+    _write(ws, SOURCES)
+    _write(tmp / "extrepo", EXTERNAL)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def output_base(workspace: pathlib.Path) -> object:
+    base = workspace.parent / "output-base"
+    yield base
+    bazel("shutdown", cwd=workspace, output_base=base, check=False)
+
+
+TARGETS = ["//...", "@extrepo//pkg:all"]
+
+
+@pytest.mark.parametrize("mode", ["dbg", "opt"])
+def test_readme_workspace_builds(workspace: pathlib.Path, output_base: pathlib.Path, mode: str) -> None:
+    bazel("build", "-c", mode, *TARGETS, cwd=workspace, output_base=output_base)
+    bin_dir = pathlib.Path(
+        bazel("info", "-c", mode, "bazel-bin", cwd=workspace, output_base=output_base).stdout.strip()
+    )
+    obj = bin_dir / "_cuda/saxpy/saxpy/saxpy.o"
+    # Host debug info exactly in dbg, NDEBUG exactly in opt: the C++ toolchain's flags.
+    assert _section(obj, ".debug_info") == (mode == "dbg")
+    symbols = _symbols(obj)
+    assert ("built_with_ndebug" in symbols) == (mode == "opt"), symbols
+    assert ("built_without_ndebug" in symbols) == (mode == "dbg"), symbols
+    # One source in two targets of an external repository: one directory each.
+    ext = bin_dir / "external/extrepo/pkg/_cuda"
+    assert (ext / "k/k/k.o").is_file() and (ext / "k2/k/k.o").is_file()
+    assert (ext / "k/k/k.compute_90.ptx").read_bytes() != (ext / "k2/k/k.compute_90.ptx").read_bytes()
+    # The .cpp source went through the split (per-arch PTX), and the binaries run.
+    assert (bin_dir / "misc/_cuda/mixed/mixed_cpp/mixed.compute_90.ptx").is_file()
+    for exe in ("misc/app", "saxpy_main", "tool"):
+        proc = subprocess.run([str(bin_dir / exe)], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, (exe, proc.stdout, proc.stderr)
+
+
+def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pathlib.Path) -> None:
+    proc = bazel(
+        "build", "-c", "opt", "//:tool", "--output_groups=cuda_ptx,cuda_cubin,cuda_fatbin",
+        cwd=workspace, output_base=output_base,
+    )  # fmt: skip
+    listed = {pathlib.PurePath(p).name for p in re.findall(r"^\s+(bazel-bin/\S+)$", proc.stderr, re.M)}
+    assert {
+        "tool.compute_90.ptx", "saxpy.compute_90.ptx", "tool.sm_90.cubin", "saxpy.sm_90.cubin",
+        "tool.fatbin.c", "saxpy.fatbin.c",
+    } <= listed, proc.stderr[-3000:]  # fmt: skip
+    assert not any(name.startswith("cli.") for name in listed), listed
+
+
+def test_readme_tells_how_to_work_offline() -> None:
+    """README names every repository the set-up overrides for a workspace without
+    internet."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    for name in re.findall(r"--override_repository=(\w+)=", offline_bazelrc()):
+        assert f"--override_repository={name}=" in text, name
