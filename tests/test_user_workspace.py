@@ -22,6 +22,9 @@ from bazel_util import REPO, bazel, checkout_copy
 
 pytestmark = pytest.mark.bazel
 
+_RC_LINE = re.compile(
+    r"(build|fetch|query|sync) --(override_repository|repo_env|sandbox_base|nosandbox_debug)"
+)
 _SNIPPET = re.compile(r"<!-- user-workspace: (\w+) -->\n```starlark\n(.*?)```", re.S)
 
 SOURCES = {
@@ -145,11 +148,7 @@ def offline_bazelrc() -> str:
     rc = REPO / ".bazelrc.user"
     if not rc.is_file():
         pytest.fail("no .bazelrc.user: run `bash scripts/setup.sh`")
-    lines = [
-        line
-        for line in rc.read_text().splitlines()
-        if re.match(r"(build|fetch|query|sync) --(override_repository|repo_env|sandbox_base|nosandbox_debug)", line)
-    ]
+    lines = [line for line in rc.read_text().splitlines() if _RC_LINE.match(line)]
     return "\n".join(lines) + "\n"
 
 
@@ -161,7 +160,9 @@ def _write(root: pathlib.Path, files: dict[str, str]) -> None:
 
 
 def _section(obj: pathlib.Path, name: str) -> bool:
-    out = subprocess.run(["readelf", "-S", "-W", str(obj)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["readelf", "-S", "-W", str(obj)], capture_output=True, text=True, check=True
+    )
     return f" {name} " in out.stdout
 
 
@@ -178,7 +179,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     assert set(snippets) == {"WORKSPACE", "BUILD"}, "README.md's user-workspace blocks"
     ws = tmp / "user"
     ws_text = snippets["WORKSPACE"].replace('path = "..."', f'path = "{rules}"')
-    assert ws_text != snippets["WORKSPACE"], "README's WORKSPACE has `path = \"...\"`"
+    assert ws_text != snippets["WORKSPACE"], 'README\'s WORKSPACE has `path = "..."`'
     ws_text += f'\nlocal_repository(name = "extrepo", path = "{tmp / "extrepo"}")\n'
     _write(ws, {"WORKSPACE": ws_text, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
     _write(ws, SOURCES)
@@ -197,10 +198,14 @@ TARGETS = ["//...", "@extrepo//pkg:all"]
 
 
 @pytest.mark.parametrize("mode", ["dbg", "opt"])
-def test_readme_workspace_builds(workspace: pathlib.Path, output_base: pathlib.Path, mode: str) -> None:
+def test_readme_workspace_builds(
+    workspace: pathlib.Path, output_base: pathlib.Path, mode: str
+) -> None:
     bazel("build", "-c", mode, *TARGETS, cwd=workspace, output_base=output_base)
     bin_dir = pathlib.Path(
-        bazel("info", "-c", mode, "bazel-bin", cwd=workspace, output_base=output_base).stdout.strip()
+        bazel(
+            "info", "-c", mode, "bazel-bin", cwd=workspace, output_base=output_base
+        ).stdout.strip()
     )
     obj = bin_dir / "_cuda/saxpy/saxpy/saxpy.o"
     # Host debug info exactly in dbg, NDEBUG exactly in opt: the C++ toolchain's flags.
@@ -211,7 +216,9 @@ def test_readme_workspace_builds(workspace: pathlib.Path, output_base: pathlib.P
     # One source in two targets of an external repository: one directory each.
     ext = bin_dir / "external/extrepo/pkg/_cuda"
     assert (ext / "k/k/k.o").is_file() and (ext / "k2/k/k.o").is_file()
-    assert (ext / "k/k/k.compute_90.ptx").read_bytes() != (ext / "k2/k/k.compute_90.ptx").read_bytes()
+    assert (ext / "k/k/k.compute_90.ptx").read_bytes() != (
+        ext / "k2/k/k.compute_90.ptx"
+    ).read_bytes()
     # The .cpp source went through the split (per-arch PTX), and the binaries run.
     assert (bin_dir / "misc/_cuda/mixed/mixed_cpp/mixed.compute_90.ptx").is_file()
     for exe in ("misc/app", "saxpy_main", "tool"):
@@ -224,7 +231,9 @@ def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pa
         "build", "-c", "opt", "//:tool", "--output_groups=cuda_ptx,cuda_cubin,cuda_fatbin",
         cwd=workspace, output_base=output_base,
     )  # fmt: skip
-    listed = {pathlib.PurePath(p).name for p in re.findall(r"^\s+(bazel-bin/\S+)$", proc.stderr, re.M)}
+    listed = {
+        pathlib.PurePath(p).name for p in re.findall(r"^\s+(bazel-bin/\S+)$", proc.stderr, re.M)
+    }
     assert {
         "tool.compute_90.ptx", "saxpy.compute_90.ptx", "tool.sm_90.cubin", "saxpy.sm_90.cubin",
         "tool.fatbin.c", "saxpy.fatbin.c",

@@ -1,0 +1,139 @@
+"""`cuda-split simulate`: the list scheduler on graphs whose answer is known, and the
+readers of execution logs, profiles and aquery output."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+
+import pytest
+
+from cuda_split import simulate
+
+
+def _spawn(out: str, inputs: list[str], mnemonic: str = "CudaCicc", **extra: object) -> dict:
+    return {
+        "mnemonic": mnemonic,
+        "progressMessage": f"making {out}",
+        "inputs": [{"path": p, "digest": {"hash": "0"}} for p in inputs],
+        "actualOutputs": [{"path": out, "digest": {"hash": "1"}}],
+        **extra,
+    }
+
+
+def _log(tmp_path: pathlib.Path, spawns: list[dict]) -> pathlib.Path:
+    path = tmp_path / "exec.json"
+    # Bazel writes one JSON object after another, not a list.
+    path.write_text("\n".join(json.dumps(s, indent=1) for s in spawns))
+    return path
+
+
+# A diamond: a (1 s) feeds b (2 s) and c (3 s), which feed d (1 s); src is a source file.
+DIAMOND = [
+    _spawn("a", ["src"], walltime="1s"),
+    _spawn("b", ["a"], walltime="2s"),
+    _spawn("c", ["a", "src"], walltime="3s"),
+    _spawn("d", ["b", "c"], walltime="1s"),
+]
+
+
+@pytest.mark.parametrize(("workers", "wall"), [(1, 7.0), (2, 5.0), (64, 5.0)])
+def test_diamond(tmp_path: pathlib.Path, workers: int, wall: float) -> None:
+    actions = simulate.read_execution_log(str(_log(tmp_path, DIAMOND)))
+    assert simulate.dependencies(actions) == [[], [0], [0], [1, 2]]
+    p = simulate.simulate(actions, workers)
+    assert (p.wall, p.critical_path, p.work) == (wall, 5.0, 7.0)
+
+
+def test_longest_chain_first() -> None:
+    """Two workers, chains of 4 s and two single 3 s actions: starting the chain first
+    gives 6 s (a FIFO order that starts both 3 s actions first would give 7 s)."""
+    actions = [
+        simulate.Action("x3", "M", "", [], ["x3"], 3.0),
+        simulate.Action("y3", "M", "", [], ["y3"], 3.0),
+        simulate.Action("c1", "M", "", [], ["c1"], 1.0),
+        simulate.Action("c2", "M", "", ["c1"], ["c2"], 3.0),
+    ]
+    assert simulate.simulate(actions, 2).wall == 6.0
+    assert simulate.simulate(actions, 2, overhead=0.5).wall == 7.0
+
+
+def test_profile_durations_by_progress_message(tmp_path: pathlib.Path) -> None:
+    spawns = [_spawn("a", []), _spawn("b", ["a"]), _spawn("b2", ["a"])]
+    spawns[2]["progressMessage"] = spawns[1]["progressMessage"]  # two targets, one source
+    trace = {
+        "traceEvents": [
+            {"cat": "action processing", "ph": "X", "name": "making a", "ts": 0, "dur": 1e6},
+            {"cat": "action processing", "ph": "X", "name": "making b", "ts": 9, "dur": 4e6},
+            {"cat": "action processing", "ph": "X", "name": "making b", "ts": 5, "dur": 2e6},
+            {"cat": "general information", "ph": "X", "name": "making a", "ts": 0, "dur": 7},
+        ]
+    }
+    prof = tmp_path / "prof.json.gz"
+    with gzip.open(prof, "wt") as f:
+        json.dump(trace, f)
+    actions = simulate.read_execution_log(str(_log(tmp_path, spawns)))
+    simulate.attach_profile(actions, simulate.profile_durations(str(prof)))
+    assert [a.seconds for a in actions] == [1.0, 2.0, 4.0]
+    assert simulate.simulate(actions, 2).wall == 5.0
+
+
+def test_aquery_graph_with_estimated_durations(tmp_path: pathlib.Path) -> None:
+    """An aquery graph: measured actions keep their durations; the others take the
+    median of measured ones of their mnemonic and arch."""
+    aquery = {
+        "artifacts": [
+            {"id": 1, "execPath": "x.cu"},
+            {"id": 2, "execPath": "x.compute_90.ptx"},
+            {"id": 3, "execPath": "x.sm_90.cubin"},
+            {"id": 4, "execPath": "y.compute_90.ptx"},
+        ],
+        "depSetOfFiles": [
+            {"id": 1, "directArtifactIds": [1]},
+            {"id": 2, "directArtifactIds": [2], "transitiveDepSetIds": [1]},
+        ],
+        "actions": [
+            {"mnemonic": "CudaCicc", "arguments": ["--arch", "compute_90"],
+             "inputDepSetIds": [1], "outputIds": [2]},
+            {"mnemonic": "CudaPtxas", "arguments": ["--arch", "sm_90"],
+             "inputDepSetIds": [2], "outputIds": [3]},
+            {"mnemonic": "CudaCicc", "arguments": ["--arch", "compute_90"],
+             "inputDepSetIds": [1], "outputIds": [4]},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "aquery.json"
+    path.write_text(json.dumps(aquery))
+    actions = simulate.read_aquery(str(path))
+    assert [a.arch for a in actions] == ["compute_90", "sm_90", "compute_90"]
+    assert simulate.dependencies(actions) == [[], [0], []]
+    measured = [
+        simulate.Action("x.compute_90.ptx", "CudaCicc", "", [], [], 10.0, "compute_90"),
+        simulate.Action("z.compute_90.ptx", "CudaCicc", "", [], [], 4.0, "compute_90"),
+        simulate.Action("z.compute_80.ptx", "CudaCicc", "", [], [], 100.0, "compute_80"),
+        simulate.Action("z.sm_80.cubin", "CudaPtxas", "", [], [], 2.0, "sm_80"),
+    ]
+    actions[0].seconds = 10.0
+    assert simulate.estimate_missing(actions, measured) == 2
+    # y's cicc: median of the compute_90 cicc runs (10, 4); ptxas for sm_90: none
+    # measured for that arch, so the median of all ptxas runs.
+    assert [a.seconds for a in actions] == [10.0, 2.0, 7.0]
+    assert simulate.simulate(actions, 1).wall == 19.0
+
+
+def test_cli(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _log(tmp_path, DIAMOND)
+    out_json = tmp_path / "p.json"
+    assert simulate.main([str(log), "--workers", "1,2", "--json", str(out_json)]) == 0
+    table = capsys.readouterr().out
+    assert "7.0" in table and "5.0" in table
+    walls = [p["wall"] for p in json.loads(out_json.read_text())["projections"]]
+    assert walls == [7.0, 5.0]
+
+
+def test_cli_without_durations(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _log(tmp_path, [_spawn("a", [])])
+    assert simulate.main([str(log)]) == 2
+    assert "pass --profile" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        simulate.main([str(log), "--workers", "0"])

@@ -1,0 +1,356 @@
+"""`cuda-split simulate`: replay a Bazel build's action graph on N workers.
+
+The graph comes from an execution log (`--execution_log_json_file`: each spawn's inputs
+and outputs; an action depends on the actions that wrote its inputs) or from `bazel
+aquery --output=jsonproto` (every action of the targets, run or not). The durations
+come from the log itself where it has them (`walltime`, Bazel 5 and later), else from a
+`--profile` trace of the same build (Bazel 4.2.3's log has none; the trace's "action
+processing" events are matched to spawns by progress message, in order). Actions of an
+aquery graph that were not measured take the median duration of measured actions of the
+same mnemonic and arch (`--arch`), else of the same mnemonic.
+
+The replay is a list scheduler: whenever a worker is free it starts the ready action
+with the longest chain still behind it (critical-path-first, as a remote-execution
+backend with enough queue depth would). It assumes what Bazel's local scheduler does
+not promise: no per-action cost beyond the measured one (add `--overhead-ms` for a
+remote round trip) and no input fetch time. It prints, per worker count, the projected
+wall, the critical path (the wall with unlimited workers) and the total work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import heapq
+import json
+import re
+import statistics
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+
+PROG = "cuda-split simulate"
+
+
+@dataclasses.dataclass
+class Action:
+    key: str  # the first output's path
+    mnemonic: str
+    progress: str
+    inputs: list[str]
+    outputs: list[str]
+    seconds: float | None = None
+    arch: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Projection:
+    workers: int
+    wall: float
+    critical_path: float
+    work: float
+
+    @property
+    def utilisation(self) -> float:
+        return self.work / (self.wall * self.workers) if self.wall else 0.0
+
+
+def _json_stream(text: str) -> Iterator[object]:
+    """The JSON documents of a file that holds several, one after another."""
+    decoder = json.JSONDecoder()
+    i = 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return
+        obj, i = decoder.raw_decode(text, i)
+        yield obj
+
+
+def _read_text(path: str) -> str:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+def _arch_of(args: Sequence[str]) -> str:
+    for i, a in enumerate(args):
+        if a == "--arch" and i + 1 < len(args):
+            return args[i + 1]
+    return ""
+
+
+def read_execution_log(path: str) -> list[Action]:
+    """The spawns of an execution log, with `walltime` where the log has it."""
+    actions = []
+    for spawn in _json_stream(_read_text(path)):
+        if not isinstance(spawn, dict):
+            raise ValueError(f"{path}: not an execution log (a JSON object per spawn)")
+        outputs = [o["path"] for o in spawn.get("actualOutputs", [])] or list(
+            spawn.get("listedOutputs", [])
+        )
+        if not outputs:
+            continue
+        seconds = None
+        m = _DURATION.match(str(spawn.get("walltime", "")))
+        if m:
+            seconds = float(m.group(1))
+        actions.append(
+            Action(
+                key=outputs[0],
+                mnemonic=str(spawn.get("mnemonic", "")),
+                progress=str(spawn.get("progressMessage", "")),
+                inputs=[i["path"] for i in spawn.get("inputs", [])],
+                outputs=outputs,
+                seconds=seconds,
+                arch=_arch_of(spawn.get("commandArgs", [])),
+            )
+        )
+    return actions
+
+
+def read_aquery(path: str) -> list[Action]:
+    """The actions of `bazel aquery --output=jsonproto` (inputs expanded from its
+    depset table)."""
+    doc = json.loads(_read_text(path))
+    artifacts = {a["id"]: a for a in doc.get("artifacts", [])}
+    fragments = {f["id"]: f for f in doc.get("pathFragments", [])}
+    sets = {d["id"]: d for d in doc.get("depSetOfFiles", [])}
+
+    def path_of(artifact_id: int) -> str:
+        art = artifacts[artifact_id]
+        if "execPath" in art:
+            return art["execPath"]
+        parts = []
+        frag = fragments.get(art.get("pathFragmentId"))
+        while frag:
+            parts.append(frag["label"])
+            frag = fragments.get(frag.get("parentId"))
+        return "/".join(reversed(parts))
+
+    memo: dict[int, list[str]] = {}
+
+    def expand(set_id: int) -> list[str]:
+        if set_id not in memo:
+            d = sets[set_id]
+            files = [path_of(a) for a in d.get("directArtifactIds", [])]
+            for t in d.get("transitiveDepSetIds", []):
+                files += expand(t)
+            memo[set_id] = files
+        return memo[set_id]
+
+    actions = []
+    for a in doc.get("actions", []):
+        outputs = [path_of(o) for o in a.get("outputIds", [])]
+        if not outputs:
+            continue
+        inputs = [p for s in a.get("inputDepSetIds", []) for p in expand(s)]
+        actions.append(
+            Action(
+                key=outputs[0],
+                mnemonic=a.get("mnemonic", ""),
+                progress="",
+                inputs=inputs,
+                outputs=outputs,
+                arch=_arch_of(a.get("arguments", [])),
+            )
+        )
+    return actions
+
+
+def profile_durations(path: str) -> dict[str, list[float]]:
+    """Seconds of each action of a `--profile` trace, by progress message, in start
+    order."""
+    doc = json.loads(_read_text(path))
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    found: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("cat") == "action processing" and e.get("ph") == "X":
+            found.setdefault(e["name"], []).append((float(e["ts"]), float(e["dur"]) / 1e6))
+    return {name: [d for _, d in sorted(v)] for name, v in found.items()}
+
+
+def attach_profile(actions: list[Action], durations: dict[str, list[float]]) -> None:
+    """Sets each action's seconds from the trace, matching by progress message; actions
+    with the same message take the durations in order."""
+    taken: dict[str, int] = {}
+    for a in actions:
+        if a.seconds is not None:
+            continue
+        runs = durations.get(a.progress, [])
+        i = taken.get(a.progress, 0)
+        if i < len(runs):
+            a.seconds = runs[i]
+            taken[a.progress] = i + 1
+
+
+def estimate_missing(actions: list[Action], measured: Iterable[Action]) -> int:
+    """Gives unmeasured actions the median of measured ones of the same mnemonic and
+    arch, else of the same mnemonic, else 0. Returns how many were estimated."""
+    by_kind: dict[tuple[str, str], list[float]] = {}
+    by_mnemonic: dict[str, list[float]] = {}
+    for m in measured:
+        if m.seconds is not None:
+            by_kind.setdefault((m.mnemonic, m.arch), []).append(m.seconds)
+            by_mnemonic.setdefault(m.mnemonic, []).append(m.seconds)
+    estimated = 0
+    for a in actions:
+        if a.seconds is None:
+            same = by_kind.get((a.mnemonic, a.arch)) or by_mnemonic.get(a.mnemonic) or [0.0]
+            a.seconds = statistics.median(same)
+            estimated += 1
+    return estimated
+
+
+def dependencies(actions: Sequence[Action]) -> list[list[int]]:
+    """For each action, the indices of the actions that wrote its inputs."""
+    writer = {}
+    for i, a in enumerate(actions):
+        for out in a.outputs:
+            writer[out] = i
+    deps = []
+    for i, a in enumerate(actions):
+        deps.append(sorted({writer[p] for p in a.inputs if p in writer and writer[p] != i}))
+    return deps
+
+
+def simulate(actions: Sequence[Action], workers: int, overhead: float = 0.0) -> Projection:
+    """List-schedules `actions` on `workers`, longest remaining chain first."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    n = len(actions)
+    cost = [(a.seconds or 0.0) + overhead for a in actions]
+    deps = dependencies(actions)
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            users[d].append(i)
+    # Longest chain from each action to the end (its "bottom level"), in reverse
+    # topological order.
+    order = _topological(deps)
+    tail = [0.0] * n
+    for i in reversed(order):
+        tail[i] = cost[i] + max((tail[u] for u in users[i]), default=0.0)
+    waiting = [len(ds) for ds in deps]
+    ready = [(-tail[i], i) for i in range(n) if waiting[i] == 0]
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []
+    now = 0.0
+    idle = workers
+    done = 0
+    while done < n:
+        while ready and idle:
+            _, i = heapq.heappop(ready)
+            heapq.heappush(running, (now + cost[i], i))
+            idle -= 1
+        now, i = heapq.heappop(running)
+        idle += 1
+        done += 1
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, (-tail[u], u))
+    return Projection(workers, now, max(tail, default=0.0), sum(cost))
+
+
+def _topological(deps: Sequence[Sequence[int]]) -> list[int]:
+    n = len(deps)
+    users: list[list[int]] = [[] for _ in range(n)]
+    waiting = [len(d) for d in deps]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            users[d].append(i)
+    order = [i for i in range(n) if waiting[i] == 0]
+    for i in order:
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                order.append(u)
+    if len(order) != n:
+        raise ValueError("the action graph has a cycle")
+    return order
+
+
+def format_table(label: str, projections: Sequence[Projection]) -> str:
+    lines = [f"{label}: {len(projections) and projections[0].work:.1f} s of work"]
+    lines.append(f"  {'workers':>7}  {'wall (s)':>9}  {'critical path (s)':>17}  {'busy':>5}")
+    for p in projections:
+        lines.append(
+            f"  {p.workers:>7}  {p.wall:>9.1f}  {p.critical_path:>17.1f}  {p.utilisation:>5.0%}"
+        )
+    return "\n".join(lines)
+
+
+def _workers(text: str) -> list[int]:
+    try:
+        counts = [int(w) for w in text.split(",") if w]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers wants N[,N...], got '{text}'") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"--workers wants positive counts, got '{text}'")
+    return counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("log", help="execution log (--execution_log_json_file) of the build")
+    p.add_argument("--workers", type=_workers, default=[2, 16, 64, 256], help="N[,N...]")
+    p.add_argument("--profile", help="--profile trace of the same build (durations)")
+    p.add_argument(
+        "--aquery",
+        help="aquery --output=jsonproto of the targets: replay its graph, with the "
+        "durations measured in LOG (unmeasured actions: medians by mnemonic and arch)",
+    )
+    p.add_argument("--overhead-ms", type=float, default=0.0, help="added to every action")
+    p.add_argument("--label", default="", help="name of the build in the output")
+    p.add_argument("--json", metavar="FILE", help="also write the projections as JSON")
+    args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        measured = read_execution_log(args.log)
+        if args.profile:
+            attach_profile(measured, profile_durations(args.profile))
+        unmeasured = [a for a in measured if a.seconds is None]
+        actions = measured
+        estimated = 0
+        if args.aquery:
+            actions = read_aquery(args.aquery)
+            known = {a.key: a.seconds for a in measured if a.seconds is not None}
+            for a in actions:
+                a.seconds = known.get(a.key)
+            estimated = estimate_missing(actions, measured)
+        elif unmeasured:
+            print(
+                f"{PROG}: {len(unmeasured)} of {len(measured)} spawns have no duration "
+                f"(Bazel 4's log has none: pass --profile); e.g. {unmeasured[0].progress!r}",
+                file=sys.stderr,
+            )
+            return 2
+        projections = [simulate(actions, w, args.overhead_ms / 1000) for w in args.workers]
+    except (OSError, ValueError, KeyError) as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
+    label = args.label or args.log
+    if estimated:
+        label += f" ({estimated} of {len(actions)} action durations estimated)"
+    print(format_table(label, projections))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(
+                {
+                    "label": label,
+                    "actions": len(actions),
+                    "estimated": estimated,
+                    "projections": [dataclasses.asdict(pr) for pr in projections],
+                },
+                f,
+                indent=1,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
