@@ -26,7 +26,8 @@ _SDK_FILES = {
     "cudafe": "cudafe",
     "device_preprocess": "headers",
     "fatbinary": "fatbinary",
-    "host_compile": "headers",
+    # Its input is preprocessed: only crt/host_runtime.h and its includes are read.
+    "host_compile": "host_headers",
     "host_preprocess": "headers",
     "ptxas": "ptxas",
 }

@@ -27,6 +27,7 @@ def _cuda_toolchain_impl(ctx):
             "cudafe": _step_files(driver, ctx.files.cudafe, all_files),
             "fatbinary": depset(driver + [fatbinary]),
             "headers": _step_files(driver, ctx.files.headers, all_files),
+            "host_headers": _step_files(driver, ctx.files.host_headers or ctx.files.headers, all_files),
             "ptxas": _step_files(driver, ctx.files.ptxas, all_files),
         },
         # The single files are in the sets even when the file groups forget them.
@@ -78,6 +79,14 @@ CudaToolchainInfo>)`; wrap it in a `toolchain(toolchain_type =
         "headers": attr.label(
             doc = "The SDK's headers (crt, cccl, ...): inputs of the preprocessing and " +
                   "host compile steps. Unset: those steps get all `compiler_files`.",
+            allow_files = True,
+            cfg = "exec",
+        ),
+        "host_headers": attr.label(
+            doc = "The SDK headers the host compile of cudafe++'s output reads " +
+                  "(`crt/host_runtime.h` and what it includes: the SDK's headers outside " +
+                  "`cccl/`). Its input is preprocessed already, so a smaller set means " +
+                  "a cheaper sandbox. Unset: `headers`.",
             allow_files = True,
             cfg = "exec",
         ),
