@@ -19,6 +19,9 @@ _LIBRARY_ATTRS = [
     "rdc",
 ]
 
+# Attributes every rule has that concern all the macro's targets.
+_COMMON_ATTRS = ["features", "target_compatible_with", "exec_compatible_with", "deprecation"]
+
 # Attributes every test rule has: they belong to the target `bazel test` runs.
 _TEST_ATTRS = ["size", "timeout", "flaky", "shard_count", "local", "args", "env"]
 
@@ -46,6 +49,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
     testonly = kwargs.get("testonly", cc_rule == cc_test)
     tags = kwargs.get("tags", [])
     visibility = kwargs.pop("visibility", None)
+    common = {k: kwargs[k] for k in _COMMON_ATTRS if k in kwargs}
     lib_kwargs = {k: kwargs.pop(k) for k in _LIBRARY_ATTRS if k in kwargs}
     wrapper_kwargs = {k: kwargs.pop(k) for k in _TEST_ATTRS if k in kwargs} if cc_rule == cc_test else {}
     if "args" in kwargs:
@@ -61,7 +65,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         visibility = ["//visibility:private"],
         tags = tags + ["manual"],
         testonly = testonly,
-        **lib_kwargs
+        **dict(lib_kwargs, **common)
     )
 
     # Links the relocatable device code of the sources and deps, if any (else no action).
@@ -72,6 +76,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         visibility = ["//visibility:private"],
         tags = tags + ["manual"],
         testonly = testonly,
+        **common
     )
     cc_rule(
         name = name + "_bin",
@@ -88,7 +93,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         visibility = visibility,
         tags = tags,
         testonly = testonly,
-        **wrapper_kwargs
+        **dict(wrapper_kwargs, **common)
     )
 
 def cuda_binary(name, deps = [], host_srcs_as_cuda = False, **kwargs):
