@@ -103,8 +103,7 @@ def test_step_shape_matches_python(tmp_path: pathlib.Path, spec: str, per_arch_l
         "def main():\n"
         f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
         "    steps = [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
-        "              'outputs': s.outputs, 'names': s.names, 'nvcc_flags': s.nvcc_flags,\n"
-        "              'own_flags': s.own_flags}\n"
+        "              'outputs': s.outputs, 'names': s.names, 'nvcc_flags': s.nvcc_flags}\n"
         f"             for s in source_steps(groups, {per_arch_list})]\n"
         "    names = {r: file_name('x', r)\n"
         "             for s in steps for r in s['inputs'] + s['outputs'] + s['names']}\n"
@@ -114,24 +113,57 @@ def test_step_shape_matches_python(tmp_path: pathlib.Path, spec: str, per_arch_l
     got = eval_json(tmp_path, body)
     py_steps = pipeline.source_steps(pipeline.parse_arch_spec(spec), per_arch_list)
     assert got["steps"] == [dataclasses.asdict(s) for s in py_steps]
+    reports = [r for s in got["steps"] for r in s["outputs"] if r.startswith("arch_list:")]
     kinds = [s["kind"] for s in got["steps"]]
-    assert kinds.count("arch_list") == (0 if per_arch_list else kinds.count("device_preprocess"))
+    assert len(reports) == (0 if per_arch_list else kinds.count("device_preprocess"))
     for role, name in got["names"].items():
         assert pipeline.file_name("x", role) == name
 
 
-def test_per_arch_steps_name_only_their_own_arch(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("per_arch_list", [False, True])
+def test_per_arch_steps_name_only_their_own_arch(per_arch_list: bool) -> None:
+    """cicc and ptxas name only their own arch; the device preprocess names the build's
+    archs as nvcc's does (its output depends on them only where a file names
+    __CUDA_ARCH_LIST__), or only its own with per_arch_list."""
     spec = "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90"
-    steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
+    steps = pipeline.source_steps(pipeline.parse_arch_spec(spec), per_arch_list)
     others = {"compute_80": ["90"], "compute_90": ["80", "86"]}
     for s in steps:
-        if s.kind in ("device_preprocess", "cicc", "ptxas"):
-            text = " ".join([*s.nvcc_flags, *s.inputs, *s.outputs, *s.names])
-            virtual = s.arch if s.kind == "device_preprocess" else s.inputs[0].split(":")[1]
-            for other in others[virtual] if s.kind != "ptxas" else []:
+        text = " ".join([*s.nvcc_flags, *s.inputs, *s.outputs, *s.names])
+        if s.kind == "device_preprocess":
+            named = {o for o in others[s.arch] if o in text}
+            assert named == (set() if per_arch_list else set(others[s.arch])), s
+        elif s.kind == "cicc":
+            for other in others[s.arch]:
                 assert other not in text, (s, other)
-            if s.kind == "ptxas":
-                assert set(re.findall(r"sm_\d+", text)) == {s.arch}, s
+        elif s.kind == "ptxas":
+            assert set(re.findall(r"sm_\d+", text)) == {s.arch}, s
+
+
+def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> None:
+    """plan.bzl's source_actions: cudafe++ runs in the host preprocess's action, the host
+    compile in fatbinary's; each action reads only what no step of it writes."""
+    body = PRELUDE.replace('"unsupported_archs")', '"unsupported_archs", "source_actions")') + (
+        "groups, _ = parse_arch_spec('sm_80,sm_90')\n"
+        "print(json.encode([{'kinds': a.kinds, 'arch': a.arch, 'inputs': a.inputs,\n"
+        "                    'outputs': a.outputs}\n"
+        "                   for a in source_actions(source_steps(groups))]))\n"
+    )
+    got = eval_json(tmp_path, body)
+    assert [(a["kinds"], a["arch"]) for a in got] == [
+        (["host_preprocess", "cudafe"], ""),
+        (["device_preprocess"], "compute_80"),
+        (["cicc"], "compute_80"),
+        (["ptxas"], "sm_80"),
+        (["device_preprocess"], "compute_90"),
+        (["cicc"], "compute_90"),
+        (["ptxas"], "sm_90"),
+        (["fatbinary", "host_compile"], ""),
+    ]
+    assert got[0]["inputs"] == [] and got[0]["outputs"] == ["cpp4.ii", "cudafe1.cpp", "module_id"]
+    assert got[-1]["inputs"] == ["cubin:sm_80", "cubin:sm_90", "cudafe1.cpp", "stub:compute_80",
+                                 "stub:compute_90"]  # fmt: skip
+    assert got[-1]["outputs"] == ["fatbin.c", "obj"]
 
 
 def test_file_names(tmp_path: pathlib.Path) -> None:

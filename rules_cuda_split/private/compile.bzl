@@ -5,42 +5,44 @@ runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each
 """
 
 load(":common.bzl", "run_step", "step_args")
-load(":plan.bzl", "file_name", "gencode", "source_steps", "step_roles")
+load(":plan.bzl", "file_name", "gencode", "source_actions", "source_steps", "step_roles")
 
-_MNEMONICS = {
-    "arch_list": "CudaArchList",
-    "cicc": "CudaCicc",
-    "cudafe": "CudaFrontend",
-    "device_preprocess": "CudaDevicePreprocess",
-    "fatbinary": "CudaFatbinary",
-    "host_compile": "CudaHostCompile",
-    "host_preprocess": "CudaHostPreprocess",
-    "ptxas": "CudaPtxas",
-}
-
-# Which of the toolchain's step_files each kind of step reads.
-_SDK_FILES = {
-    # It preprocesses again where the source uses the arch list.
-    "arch_list": "headers",
-    "cicc": "cicc",
-    "cudafe": "cudafe",
-    "device_preprocess": "headers",
-    "fatbinary": "fatbinary",
-    # Its input is preprocessed: only crt/host_runtime.h and its includes are read.
-    "host_compile": "host_headers",
-    "host_preprocess": "headers",
-    "ptxas": "ptxas",
-}
-
-_PROGRESS = {
-    "arch_list": "Checking %s's %s device code against the arch list",
-    "cicc": "Compiling %s for %s (cicc)",
-    "cudafe": "Splitting host and device code of %s%s (cudafe++)",
-    "device_preprocess": "Preprocessing %s for %s (device)",
-    "fatbinary": "Packing the fatbinary of %s%s",
-    "host_compile": "Compiling host code of %s%s",
-    "host_preprocess": "Preprocessing %s%s (host)",
-    "ptxas": "Assembling %s for %s (ptxas)",
+# One entry an action kind (plan.bzl's source_actions: steps joined by "+"): its
+# mnemonic, its progress message (source, arch) and the toolchain's step_files it reads
+# besides the host compiler (nvcc's dryrun asks it for its version: every action).
+_ACTION_KINDS = {
+    "host_preprocess+cudafe": struct(
+        mnemonic = "CudaFrontend",
+        progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
+        sdk_files = ["headers", "cudafe"],
+        reads_source = True,
+    ),
+    "device_preprocess": struct(
+        mnemonic = "CudaDevicePreprocess",
+        progress = "Preprocessing %s for %s (device)",
+        sdk_files = ["headers"],
+        reads_source = True,
+    ),
+    "cicc": struct(
+        mnemonic = "CudaCicc",
+        progress = "Compiling %s for %s (cicc)",
+        sdk_files = ["cicc"],
+        reads_source = False,
+    ),
+    "ptxas": struct(
+        mnemonic = "CudaPtxas",
+        progress = "Assembling %s for %s (ptxas)",
+        sdk_files = ["ptxas"],
+        reads_source = False,
+    ),
+    # The host compile's input is preprocessed: only crt/host_runtime.h and its
+    # includes are read (host_headers, no CCCL).
+    "fatbinary+host_compile": struct(
+        mnemonic = "CudaHostCompile",
+        progress = "Packing the fatbinary of %s%s and compiling its host code",
+        sdk_files = ["fatbinary", "host_headers"],
+        reads_source = False,
+    ),
 }
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.
@@ -77,9 +79,9 @@ def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(ctx, kind, arch, toolchain, cc_toolchain, src):
+def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src):
     args = step_args(ctx)
-    args.add("--kind", kind)
+    args.add_all(kinds, before_each = "--kind")
     if arch:
         args.add("--arch", arch)
     args.add("--nvcc", toolchain.nvcc)
@@ -113,27 +115,24 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
     files = {}
     for role in step_roles(steps):
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
-    for step in steps:
-        args = _base_args(ctx, step.kind, step.arch, toolchain, cc_toolchain, src)
-        for role in step.inputs + step.outputs + step.names:
+    for action in source_actions(steps):
+        kind = _ACTION_KINDS["+".join(action.kinds)]
+        args = _base_args(ctx, action.kinds, action.arch, toolchain, cc_toolchain, src)
+        for role in action.inputs + action.outputs + action.names:
             args.add("--file=%s=%s" % (role, files[role].path))
-        _flag_args(args, step.nvcc_flags + nvcc_flags)
-        if step.own_flags:
-            args.add_all(step.own_flags + nvcc_flags, format_each = "--own-nvcc-flag=%s")
-        direct = [files[r] for r in step.inputs]
-
-        # nvcc's dryrun asks the host compiler for its version: every step needs it.
-        transitive = [cc_toolchain.all_files, toolchain.step_files[_SDK_FILES[step.kind]]]
-        if step.kind in ("host_preprocess", "device_preprocess", "arch_list"):
+        _flag_args(args, action.nvcc_flags + nvcc_flags)
+        direct = [files[r] for r in action.inputs]
+        transitive = [cc_toolchain.all_files] + [toolchain.step_files[f] for f in kind.sdk_files]
+        if kind.reads_source:
             direct.append(src)
             transitive.append(headers)
         run_step(
             ctx,
             args = args,
             inputs = depset(direct, transitive = transitive),
-            outputs = [files[r] for r in step.outputs],
-            mnemonic = _MNEMONICS[step.kind],
-            progress_message = _PROGRESS[step.kind] % (src.short_path, step.arch),
+            outputs = [files[r] for r in action.outputs],
+            mnemonic = kind.mnemonic,
+            progress_message = kind.progress % (src.short_path, action.arch),
         )
     return struct(
         obj = files["obj"],
@@ -157,7 +156,7 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     groups_dirs = {kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind)) for kind in _MONO_GROUPS}
-    args = _base_args(ctx, "mono", "", toolchain, cc_toolchain, src)
+    args = _base_args(ctx, ["mono"], "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
     args.add("--file=module_id=%s" % module_id.path)
     args.add("--mono-dir", keep.path)

@@ -161,7 +161,6 @@ _PER_ARCH_NAMES = {
     "cubin": "cubin",
     "linked": "linked.cubin",
     "ltoir": "ltoir",
-    "pre.ii": "pre.ii",
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
@@ -176,7 +175,7 @@ def file_name(stem, role):
         return "%s.%s.%s" % (stem, arch, _PER_ARCH_NAMES[kind])
     fail("unknown file role '%s'" % role)
 
-def _step(kind, arch, inputs, outputs, names, nvcc_flags, own_flags = []):
+def _step(kind, arch, inputs, outputs, names, nvcc_flags):
     return struct(
         kind = kind,
         arch = arch,
@@ -184,24 +183,25 @@ def _step(kind, arch, inputs, outputs, names, nvcc_flags, own_flags = []):
         outputs = outputs,
         names = names,
         nvcc_flags = nvcc_flags,
-        own_flags = own_flags,
     )
 
 def source_steps(groups, per_arch_list = False):
-    """The steps of one source, in an order that respects their dependencies.
+    """The steps of nvcc's plan for one source, in an order that respects their
+    dependencies.
 
     Args:
       groups: the result of parse_arch_spec.
-      per_arch_list: device code sees only its own arch in `__CUDA_ARCH_LIST__`: no
-        arch_list steps (device_arch_list=per_arch).
+      per_arch_list: device code sees only its own arch in `__CUDA_ARCH_LIST__`
+        (device_arch_list=per_arch).
 
     Returns:
-      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags, own_flags):
-      roles read, roles written, roles whose name only the step needs, the arch flags
-      the step passes to nvcc's dryrun, and (arch_list) the flags of the single-arch
-      device preprocess it checks. Only host preprocessing, cudafe++, arch_list,
-      fatbinary and the host compile see every arch; device preprocessing, cicc and
-      ptxas see their own.
+      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags): roles read, roles
+      written, roles whose name only the step needs, and the arch flags the step passes
+      to nvcc's dryrun. cicc and ptxas see only their own arch. The device preprocess
+      sees the build's archs as nvcc's does (it defines `__CUDA_ARCH_LIST__` with all of
+      them; where nothing names the macro its output does not depend on them, so the
+      cicc and ptxas after it are shared across arch sets) and reports which included
+      files name the macro (`arch_list`); with per_arch_list, only its own arch.
     """
     all_flags = [gencode(g) for g in groups]
     stubs = ["stub:" + g.virtual for g in groups]
@@ -212,24 +212,11 @@ def source_steps(groups, per_arch_list = False):
     images = []
     for g in groups:
         v = g.virtual
-
-        # nvcc's device preprocess defines __CUDA_ARCH_LIST__ (every arch): run it as if
-        # `v` were the only arch, then check that output against the real list
-        # (tools/cuda_split/archlist.py).
-        own = [gencode(g)] if g.lto else ["-gencode=arch=%s,code=%s" % (v, v)]
         if per_arch_list:
+            own = [gencode(g)] if g.lto else ["-gencode=arch=%s,code=%s" % (v, v)]
             steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], own))
         else:
-            steps.append(_step("device_preprocess", v, [], ["pre.ii:" + v], [], own))
-            steps.append(_step(
-                "arch_list",
-                v,
-                ["pre.ii:" + v],
-                ["cpp1.ii:" + v, "arch_list:" + v],
-                [],
-                all_flags,
-                own,
-            ))
+            steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v, "arch_list:" + v], [], all_flags))
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
             steps.append(_step(
@@ -276,6 +263,49 @@ def source_steps(groups, per_arch_list = False):
     steps.append(_step("fatbinary", "", images, ["fatbin.c"], [], all_flags))
     steps.append(_step("host_compile", "", ["cudafe1.cpp", "fatbin.c"] + stubs, ["obj"], [], all_flags))
     return steps
+
+# Steps that run in the action of the step before them: both see every arch and run
+# once a source, so one action (one interpreter, one dryrun, one sandbox) does both.
+_JOINS_PREVIOUS = {
+    "cudafe": "host_preprocess",
+    "host_compile": "fatbinary",
+}
+
+def source_actions(steps):
+    """The steps of a source grouped into actions: cudafe++ with the host preprocess,
+    the host compile with fatbinary, every other step alone.
+
+    Args:
+      steps: the result of source_steps.
+
+    Returns:
+      A list of struct(kinds, arch, inputs, outputs, names, nvcc_flags): the steps'
+      kinds in order, and the roles the action reads (those no step of it writes),
+      writes and names.
+    """
+    actions = []
+    for step in steps:
+        if actions and _JOINS_PREVIOUS.get(step.kind) == actions[-1].kinds[-1]:
+            last = actions.pop()
+            written = last.outputs + step.outputs
+            actions.append(struct(
+                kinds = last.kinds + [step.kind],
+                arch = last.arch,
+                inputs = last.inputs + [r for r in step.inputs if r not in written and r not in last.inputs],
+                outputs = written,
+                names = last.names + [r for r in step.names if r not in last.names],
+                nvcc_flags = last.nvcc_flags,
+            ))
+        else:
+            actions.append(struct(
+                kinds = [step.kind],
+                arch = step.arch,
+                inputs = list(step.inputs),
+                outputs = list(step.outputs),
+                names = list(step.names),
+                nvcc_flags = step.nvcc_flags,
+            ))
+    return actions
 
 def step_roles(steps):
     """Every role the steps of a source read or write, sorted."""

@@ -15,10 +15,6 @@ from collections.abc import Sequence
 
 from cuda_split import plan as planlib
 
-# The step after a device preprocess that turns its single-arch output into the build's
-# (tools/cuda_split/archlist.py): cuda_split.step's `--kind arch_list`.
-ARCH_LIST = "arch_list"
-
 _REAL = re.compile(r"^sm_(\d+)([af]?)$")
 _VIRTUAL = re.compile(r"^compute_(\d+)([af]?)$")
 _LTO = re.compile(r"^lto_(\d+)([af]?)$")
@@ -152,7 +148,6 @@ def file_name(stem: str, role: str) -> str:
         return f"{stem}.{fixed[kind]}"
     per_arch = {
         "cpp1.ii": "cpp1.ii",
-        "pre.ii": "pre.ii",
         "arch_list": "arch_list.txt",
         "ptx": "ptx",
         "stub": "cudafe1.stub.c",
@@ -176,26 +171,21 @@ class StepSpec:
     outputs: list[str]  # roles written
     names: list[str]  # roles whose name only the step needs
     nvcc_flags: list[str]  # arch flags of this step (the target's own flags come after)
-    # arch_list: the arch flags of the single-arch device preprocess it checks.
-    own_flags: list[str] = dataclasses.field(default_factory=list)
 
     def file_args(self, paths: dict[str, str]) -> list[str]:
         return [f"--file={r}={paths[r]}" for r in [*self.inputs, *self.outputs, *self.names]]
 
     def flag_args(self, target_flags: Sequence[str]) -> list[str]:
-        """The step's `--nvcc-flag`s (its arch flags, then the target's) and, for
-        arch_list, its `--own-nvcc-flag`s."""
-        return [
-            *[f"--nvcc-flag={f}" for f in [*self.nvcc_flags, *target_flags]],
-            *[f"--own-nvcc-flag={f}" for f in [*self.own_flags, *target_flags]],
-        ]
+        """The step's `--nvcc-flag`s: its arch flags, then the target's."""
+        return [f"--nvcc-flag={f}" for f in [*self.nvcc_flags, *target_flags]]
 
 
 def source_steps(groups: Sequence[ArchGroup], per_arch_list: bool = False) -> list[StepSpec]:
     """The steps of one source for an arch spec, in a valid execution order.
 
     `per_arch_list`: device code sees only its own arch in `__CUDA_ARCH_LIST__` (Bazel's
-    device_arch_list=per_arch), so there are no arch_list steps."""
+    device_arch_list=per_arch). Otherwise the device preprocess sees the build's archs, as
+    nvcc's does, and reports which included files name the macro (`arch_list:ARCH`)."""
     all_flags = [g.gencode() for g in groups]
     stubs = [f"stub:{g.virtual}" for g in groups]
     steps = [
@@ -206,15 +196,12 @@ def source_steps(groups: Sequence[ArchGroup], per_arch_list: bool = False) -> li
     images: list[str] = []
     for g in groups:
         v = g.virtual
-        # nvcc's device preprocess defines __CUDA_ARCH_LIST__ (every arch): run it as
-        # if `v` were the only arch, then check that output against the real list.
-        own = [g.gencode()] if g.lto else [f"-gencode=arch={v},code={v}"]
         if per_arch_list:
+            own = [g.gencode()] if g.lto else [f"-gencode=arch={v},code={v}"]
             steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [], [f"cpp1.ii:{v}"], [], own))
         else:
-            steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [], [f"pre.ii:{v}"], [], own))
-            steps.append(StepSpec(ARCH_LIST, v, [f"pre.ii:{v}"],
-                                  [f"cpp1.ii:{v}", f"arch_list:{v}"], [], all_flags, own))
+            steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [],
+                                  [f"cpp1.ii:{v}", f"arch_list:{v}"], [], all_flags))
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
             steps.append(StepSpec(planlib.CICC, v, [f"cpp1.ii:{v}", "module_id"],

@@ -32,7 +32,7 @@ if not __package__:
 
 from cuda_split import archlist  # noqa: E402
 from cuda_split import plan as planlib  # noqa: E402
-from cuda_split.pipeline import ARCH_LIST, file_name  # noqa: E402
+from cuda_split.pipeline import file_name  # noqa: E402
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -62,8 +62,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     p.add_argument(
         "--kind",
+        action="append",
         required=True,
-        choices=[*planlib.STEP_KINDS, ARCH_LIST, MONO, *LINK_KINDS, REGISTER],
+        choices=[*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER],
+        help="the step to run; several (steps of nvcc's compile plan only) run in order "
+        "in this one process, with one dryrun",
     )
     p.add_argument(
         "--link-input",
@@ -86,14 +89,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=[],
         metavar="KIND=DIR",
         help="--kind mono: copy the ptx, cubin or fatbin files into DIR (an output group)",
-    )
-    p.add_argument(
-        "--own-nvcc-flag",
-        action="append",
-        default=[],
-        metavar="FLAG",
-        help="arch_list: the arch flags the single-arch device preprocess had "
-        "(the --nvcc-flag arch flags are the build's)",
     )
     p.add_argument("--arch", default="", help="virtual arch (cicc), real arch (ptxas)")
     p.add_argument("--nvcc", required=True, help="path to the SDK's bin/nvcc")
@@ -126,7 +121,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "default it is removed so outputs do not depend on where the build ran)",
     )
     p.add_argument("--verbose", action="store_true", help="print the command run")
-    return p.parse_args(list(argv))
+    args = p.parse_args(list(argv))
+    args.kinds, args.kind = args.kind, args.kind[0]
+    if len(args.kinds) > 1 and not set(args.kinds) <= set(planlib.STEP_KINDS):
+        p.error(f"only steps of nvcc's compile plan run together, got {args.kinds}")
+    return args
 
 
 def _parse_files(pairs: Sequence[str]) -> dict[str, str]:
@@ -370,58 +369,41 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
     return execute(plan, step, files, args)
 
 
-def _same_but_arch_list(a: planlib.Step, b: planlib.Step) -> bool:
-    """Whether two device preprocess commands differ in nothing but `__CUDA_ARCH_LIST__`
-    (and the name of their output)."""
-
-    def comparable(step: planlib.Step) -> list[str]:
-        out = planlib.flag_value(step.argv, "-o")
-        return ["<out>" if x == out else x for x in archlist.without_arch_list(step.argv)]
-
-    return comparable(a) == comparable(b)
-
-
-def run_arch_list(args: argparse.Namespace, files: dict[str, str]) -> int:
-    """The build's `.cpp1.ii` for `--arch` from the single-arch one (`pre.ii:ARCH`): the
-    same file where nothing it includes names `__CUDA_ARCH_LIST__`, else nvcc's device
-    preprocess for the build's arch flags (see archlist.py). Writes a one-line report."""
-    arch = args.arch
-    pre, out = files[f"pre.ii:{arch}"], files[f"cpp1.ii:{arch}"]
-    host = args.host_compiler
-    full_plan = planlib.get_plan(planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, host))
-    full = full_plan.find(planlib.DEVICE_PREPROCESS, arch)
-    own = planlib.get_plan(
-        planlib.dryrun_argv(args.nvcc, args.src, args.own_nvcc_flag, host)
-    ).find(planlib.DEVICE_PREPROCESS, arch)
-    values = archlist.arch_list(full.argv), archlist.arch_list(own.argv)
-    users = [archlist.portable(u) for u in archlist.users(pre, full.argv)]
-    if not _same_but_arch_list(full, own):
-        rerun = "nvcc's command for the build's archs differs beyond the arch list"
-    elif users and values[0] != values[1]:
-        rerun = f"{archlist.MACRO}={values[0]}, not {values[1]}"
-    else:
-        rerun = ""
-    if rerun:
-        rc = execute(full_plan, full, {f"cpp1.ii:{arch}": out}, args)
-        if rc:
-            return rc
-    else:
-        shutil.copyfile(pre, out)
+def write_arch_list_report(args: argparse.Namespace, step: planlib.Step, out: str, report: str):
+    """Which files the device-preprocessed source `out` names `__CUDA_ARCH_LIST__` in
+    (nvcc defines it with the build's archs): where none does, the cicc and ptxas steps
+    after it see the same input whatever the other archs of the build."""
+    users = [archlist.portable(u) for u in archlist.users(out, step.argv)]
     verdict = (
         f"depends on {archlist.MACRO} through: {', '.join(users)}"
         if users
         else f"independent of {archlist.MACRO}"
     )
-    verdict += f"; preprocessed again ({rerun})" if rerun else f"; the {arch}-only pass is used"
-    report = files.get(f"arch_list:{arch}")
-    if report:
-        with open(report, "w", encoding="utf-8") as f:
-            f.write(f"{args.src} {arch}: {verdict}\n")
-    return 0
+    with open(report, "w", encoding="utf-8") as f:
+        f.write(f"{args.src} {args.arch}: {verdict}\n")
 
 
 def _has_step(plan: planlib.Plan, kind: str, arch: str) -> bool:
     return any(s.kind == kind and s.arch == arch for s in plan.steps)
+
+
+def run_compile_step(
+    plan: planlib.Plan, kind: str, args: argparse.Namespace, files: dict[str, str]
+) -> int:
+    """One step of nvcc's compile plan (`--kind`, `--arch`)."""
+    check = files.get(CHECK_ROLE_PREFIX + args.arch)
+    if kind == planlib.PTXAS and check and not _has_step(plan, kind, args.arch):
+        # nvcc checks PTX-only code with ptxas for some virtual archs (compute_90 with
+        # CUDA 13.0) and not for others (compute_80): its plan decides.
+        with open(check, "w", encoding="utf-8") as f:
+            f.write(f"nvcc's plan runs no ptxas check of the {args.arch} PTX\n")
+        return 0
+    step = plan.find(kind, args.arch)
+    rc = execute(plan, step, files, args)
+    report = files.get(f"arch_list:{args.arch}")
+    if rc == 0 and kind == planlib.DEVICE_PREPROCESS and report:
+        write_arch_list_report(args, step, files[f"cpp1.ii:{args.arch}"], report)
+    return rc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -433,24 +415,15 @@ def run(args: argparse.Namespace) -> int:
         return run_link(args, files)
     if not args.src:
         raise planlib.PlanError(f"--kind {args.kind} needs --src")
-    if args.kind == ARCH_LIST:
-        return run_arch_list(args, files)
-    pre = f"pre.ii:{args.arch}"
-    if args.kind == planlib.DEVICE_PREPROCESS and pre in files:
-        # The single-arch pass: nvcc's device preprocess, written where arch_list reads.
-        files[f"cpp1.ii:{args.arch}"] = files.pop(pre)
     plan = planlib.get_plan(
         planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
     )
-    check = files.get(CHECK_ROLE_PREFIX + args.arch)
-    if args.kind == planlib.PTXAS and check and not _has_step(plan, args.kind, args.arch):
-        # nvcc checks PTX-only code with ptxas for some virtual archs (compute_90 with
-        # CUDA 13.0) and not for others (compute_80): its plan decides.
-        with open(check, "w", encoding="utf-8") as f:
-            f.write(f"nvcc's plan runs no ptxas check of the {args.arch} PTX\n")
-        return 0
     if args.kind != MONO:
-        return execute(plan, plan.find(args.kind, args.arch), files, args)
+        for kind in args.kinds:
+            rc = run_compile_step(plan, kind, args, files)
+            if rc:
+                return rc
+        return 0
     # One action, nvcc's whole plan: every intermediate file goes to --mono-dir.
     if not args.mono_dir:
         raise planlib.PlanError("--kind mono needs --mono-dir")
