@@ -272,6 +272,7 @@ EXPECTED_TARGETS = {
     "bin2c": "alias",
     "link_stub": "alias",
     "headers": "filegroup",
+    "host_headers": "filegroup",
     "nvvm": "filegroup",
     "libdevice": "filegroup",
     "libnvvm": "filegroup",

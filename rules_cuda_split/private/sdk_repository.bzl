@@ -557,7 +557,7 @@ environment variable that holds none is skipped with a warning; a bad `path` att
 or finding nothing, fails with a list of every place looked.
 
 Targets: the tools `:nvcc`, `:nvcc_profile`, `:cudafe`, `:cicc`, `:ptxas`, `:fatbinary`,
-`:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:nvvm`, `:libdevice`,
+`:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:host_headers`, `:nvvm`, `:libdevice`,
 `:libnvvm`, `:compiler_files`, `:link_files`; cc_library `:cuda_headers`,
 `:cudart_static`, `:cudadevrt`, and when present `:cudart_shared`, `:cublas`; the
 `cuda_toolchain` `:toolchain_impl` and `:toolchain` to register.""",
