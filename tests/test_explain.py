@@ -156,7 +156,8 @@ def test_cicc_miss_names_the_changed_input_and_cccl(
     capsys.readouterr()
     rows = {(r["mnemonic"], r["arch"]): r for r in json.loads((out / "rows.json").read_text())}
     (reason,) = rows[("CudaCicc", "compute_90")]["reasons"]
-    assert reason.startswith(f"input {II}: content differs")
+    assert reason.startswith(f"input {II}: the device-preprocessed source differs")
+    assert "it depends on the arch list" in reason
     assert "CCCL namespaces CUB_300001_SM_800_900, CUB_300001_SM_900" in reason
 
 
@@ -246,3 +247,177 @@ def test_arch_list_report_per_target(
         ("//pkg:lib", "pkg/sub/b.cu", "compute_90"),
         ("//pkg:lib", "pkg/a.cu", "compute_80"),
     }
+
+
+def test_rows_keyed_by_target_source_and_arch(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One source in two targets (as thrust_cub_cuda and thrust_cub_test_cuda): two rows,
+    told apart by target, each matched with its own target's action of the old build."""
+
+    def cicc(target: str, ii_hash: str, *, hit: bool = False) -> dict[str, object]:
+        out = f"bazel-out/k8-fastbuild/bin/pkg/_cuda/{target}/x/x.compute_90.ptx"
+        return _spawn(
+            "CudaCicc",
+            [out],
+            f"{out}-0.params",
+            {out.replace(".ptx", ".cpp1.ii"): ii_hash},
+            hit=hit,
+            progress="Compiling pkg/x.cu for compute_90 (cicc)",
+        )
+
+    _write_log(tmp_path / "a.json", [cicc("lib", "1"), cicc("lib_test", "2")])
+    _write_log(tmp_path / "b.json", [cicc("lib", "1", hit=True), cicc("lib_test", "3")])
+    argv = ["explain", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"]
+    assert explain.main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["target"], r["source"], r["arch"], r["hit"]) for r in rows] == [
+        ("//pkg:lib", "pkg/x.cu", "compute_90", True),
+        ("//pkg:lib_test", "pkg/x.cu", "compute_90", False),
+    ]
+    (reason,) = rows[1]["reasons"]
+    assert "_cuda/lib_test/x/x.compute_90.cpp1.ii" in reason and "2/10 -> 3/10" in reason
+
+    # Matched by target, arch and source when the outputs differ (another output base
+    # layout): lib_test's action is compared with lib_test's, not lib's.
+    old = explain.Spawn(
+        _spawn("CudaCicc", ["o1"], "p", {"x.ii": "2"}, progress="Compiling pkg/x.cu for compute_90")
+    )
+    old.raw["targetLabel"] = "//pkg:lib_test"
+    other = explain.Spawn(
+        _spawn("CudaCicc", ["o2"], "p", {"x.ii": "1"}, progress="Compiling pkg/x.cu for compute_90")
+    )
+    other.raw["targetLabel"] = "//pkg:lib"
+    new = explain.Spawn(
+        _spawn("CudaCicc", ["o3"], "p", {"x.ii": "2"}, progress="Compiling pkg/x.cu for compute_90")
+    )
+    new.raw["targetLabel"] = "//pkg:lib_test"
+    (row,) = explain.explain([other, old], [new])
+    assert row.target == "//pkg:lib_test"
+    assert "same action key" in row.reasons[0], row.reasons
+
+
+def test_target_from_output_path() -> None:
+    t = explain.target_of_output
+    assert t("bazel-out/k8-fastbuild/bin/examples/thrust/_cuda/thrust_cub_cuda/m/m.o") == (
+        "//examples/thrust:thrust_cub_cuda"
+    )
+    assert t("bazel-out/k8-opt/bin/_cuda/top/x/x.sm_90.cubin") == "//:top"
+    assert t("bazel-out/k8-opt/bin/external/dep/lib/_cuda/k/k/k.ptx") == "@dep//lib:k"
+    assert t("bazel-out/k8-opt/bin/pkg/_cuda/app/dlink/dlink.sm_90.cubin") == "//pkg:app"
+    assert t("bazel-out/k8-opt/bin/pkg/libx.a") == ""
+
+
+def test_every_arch_step_shows_its_arch() -> None:
+    """Arch from the params, else the progress message (any wording), else the outputs."""
+    archlist = _spawn(
+        "CudaArchList",
+        [f"{BIN}/x.compute_80.arch_list.txt", f"{BIN}/x.compute_80.cpp1.ii"],
+        "p",
+        {},
+        hit=True,
+        progress="Checking pkg/x.cu's compute_80 device code against the arch list",
+    )
+    silent = _spawn("CudaPtxas", [f"{BIN}/x.sm_86.cubin"], "q", {}, hit=True)
+    nvlink = _spawn(
+        "CudaNvlink",
+        ["bazel-out/k8-opt/bin/pkg/_cuda/app/dlink/dlink.sm_90.cubin"],
+        "r",
+        {},
+        hit=True,
+        progress="Device-linking //pkg:app for sm_90 (nvlink)",
+    )
+    frontend = _spawn(
+        "CudaFrontend",
+        [f"{BIN}/x.cudafe1.cpp", f"{BIN}/x.module_id"],
+        "s",
+        {},
+        hit=True,
+        progress="Preprocessing pkg/x.cu and splitting host and device code (gcc -E, cudafe++)",
+    )
+    spawns = [explain.Spawn(s) for s in (archlist, silent, nvlink, frontend)]
+    rows = {r.mnemonic: r for r in explain.explain([], spawns)}
+    assert rows["CudaArchList"].arch == "compute_80"
+    assert rows["CudaPtxas"].arch == "sm_86"
+    assert (rows["CudaNvlink"].arch, rows["CudaNvlink"].target) == ("sm_90", "//pkg:app")
+    assert rows["CudaNvlink"].source == ""
+    # A step of every arch has none.
+    assert rows["CudaFrontend"].arch == ""
+    assert ("CudaArchList", "compute_80", 1, 1) in explain.summary(list(rows.values()))
+    assert not [
+        s for s in explain.summary(list(rows.values())) if s[0] != "CudaFrontend" and not s[1]
+    ]
+
+
+def test_wording_per_input_kind(tmp_path: pathlib.Path) -> None:
+    """The host `.cpp4.ii` is the host-preprocessed source, not the device one."""
+    host_ii, dev_ii = f"{BIN}/x.cpp4.ii", f"{BIN}/x.compute_90.cpp1.ii"
+    for root, ns in ((tmp_path / "a", "SM_800_900"), (tmp_path / "b", "SM_900")):
+        _execroot(root, {host_ii: f"namespace CUB_300001_{ns} {{}}", dev_ii: "int x;"})
+
+    def pair(mnemonic: str, path: str, ext: str) -> list[explain.Spawn]:
+        return [
+            explain.Spawn(_spawn(mnemonic, [f"{BIN}/x.{ext}"], "p", {path: h}), str(root))
+            for h, root in (("1", tmp_path / "a"), ("2", tmp_path / "b"))
+        ]
+
+    fe_old, fe_new = pair("CudaFrontend", host_ii, "cudafe1.cpp")
+    (reason,) = explain.differences(fe_old, fe_new)
+    assert f"input {host_ii}: the host-preprocessed source differs" in reason
+    assert "device" not in reason
+    assert "depends on the build's archs (CCCL namespaces CUB_300001_SM_800_900" in reason
+    cicc_old, cicc_new = pair("CudaCicc", dev_ii, "compute_90.ptx")
+    (reason,) = explain.differences(cicc_old, cicc_new)
+    assert "the device-preprocessed source differs" in reason
+    assert "it may depend on __CUDA_ARCH_LIST__" in reason
+    assert explain.input_kind(f"{BIN}/x.compute_90.ptx") == "the PTX"
+    assert explain.input_kind(f"{BIN}/x.sm_90.cubin") == "the cubin"
+    assert explain.input_kind("external/local_cuda/include/cuda.h") == "an SDK file"
+    assert explain.input_kind("pkg/x.cuh") == "a source or header"
+
+
+@pytest.mark.parametrize("width", [64, 100])
+def test_table_wrapped_to_the_terminal_width(
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    args, _ = _builds(tmp_path, cicc_input_changes=True)
+    args = [a for a in args if not a.startswith("--json")]
+    # As a terminal of `width` columns reports itself (shutil.get_terminal_size).
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert explain.main(args) == 0
+    table = capsys.readouterr().out
+    lines = table.splitlines()
+    assert max(len(x) for x in lines) <= width, table
+    # Every word of a reason is there, on continuation lines.
+    assert "--nvcc-flag=-gencode=arch=compute_80,code=[sm_80]" in table
+    assert "CUB_300001_SM_900)" in table
+    assert "//pkg:lib" in lines
+    # --width beats the terminal's.
+    assert explain.main([*args, "--width=200"]) == 0
+    assert max(len(x) for x in capsys.readouterr().out.splitlines()) > width
+
+
+def test_json_on_stdout_for_tools(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, _ = _builds(tmp_path, cicc_input_changes=True)
+    args = [a for a in args if not a.startswith("--json")]
+    assert explain.main([*args, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {tuple(sorted(r)) for r in rows} == {
+        ("arch", "hit", "mnemonic", "output", "reasons", "runner", "source", "target")
+    }
+    assert {(r["target"], r["mnemonic"], r["arch"], r["hit"]) for r in rows} == {
+        ("//pkg:lib", "CudaDevicePreprocess", "compute_90", False),
+        ("//pkg:lib", "CudaCicc", "compute_90", False),
+        ("//pkg:lib", "CudaPtxas", "sm_90", True),
+    }
+    # --json=- is the same; --json=FILE writes the file and prints the table.
+    assert explain.main([*args, "--json=-"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows
+    assert explain.main([*args, f"--json={tmp_path / 'r.json'}"]) == 0
+    assert "per mnemonic and arch" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text()) == rows

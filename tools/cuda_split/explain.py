@@ -1,6 +1,7 @@
 """cuda-split: explain remote cache hits and misses of CUDA actions between two builds.
 
     cuda-split explain OLD.json NEW.json [--old-execroot DIR] [--new-execroot DIR]
+                       [--width N] [--json[=FILE]]
     cuda-split arch-list BIN_DIR...
 
 `explain` reads two Bazel execution logs (`--execution_log_json_file`; Bazel 4.2.3
@@ -9,10 +10,14 @@ every CUDA action of NEW (mnemonic `Cuda*`), whether it was a remote cache hit, 
 miss what differs from the same action in OLD: arguments, environment, platform, or
 which inputs (path and digest). Actions are matched by mnemonic and declared outputs,
 which do not change with the checkout directory, the output base or the other archs of a
-build; then by mnemonic, arch and source. The split steps take their arguments from a
-params file, an input like any other: given each build's execroot (`bazel info
-execution_root`) and a build run with `--materialize_param_files`, the explanation shows
-which argument of that file differs.
+build; then by mnemonic, target, arch and source. Each row names the target (from the log
+where Bazel writes it, else from the output path `<pkg>/_cuda/<target>/...`), the source
+and the arch, so a source compiled by two targets gives two rows that can be told apart.
+The split steps take their arguments from a params file, an input like any other: given
+each build's execroot (`bazel info execution_root`) and a build run with
+`--materialize_param_files`, the explanation shows which argument of that file differs.
+The table is wrapped to the terminal's width (`--width`); `--json` prints the rows as
+JSON instead (`--json=FILE` writes them to FILE and prints the table).
 
 `arch-list` reports, per target, which sources' device code depends on the arch list of
 the build (`__CUDA_ARCH_LIST__`): CUB and Thrust (CCCL) name their inline namespaces
@@ -32,6 +37,7 @@ import difflib
 import json
 import os
 import re
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -43,8 +49,13 @@ PROG = "cuda-split"
 ARCH_LIST_NAMESPACE = re.compile(rb"\b(?:CUB|THRUST)_\d+_SM_\d+(?:_\d+)*(?:_NS)?\b")
 _ARCH = r"(?:sm|compute|lto)_\d+[af]?"
 _PROGRESS_ARCH = re.compile(rf"\bfor ({_ARCH}(?:,{_ARCH})*)")
+_ANY_ARCH = re.compile(rf"(?<![\w-])({_ARCH})(?![\w-])")
+# An arch in an output's name: `x.compute_90.ptx`, `x.sm_90.cubin`, `dlink.sm_90.cubin`.
+_OUTPUT_ARCH = re.compile(rf"\.({_ARCH})\.")
+# `bazel-out/<config>/bin/` (or genfiles) before a package's outputs.
+_OUTPUT_ROOT = re.compile(r"^(?:.*/)?bazel-out/[^/]+/(?:bin|genfiles)/")
 _FIRST_LINE_MARKER = re.compile(rb'# \d+ "([^"<]+)"')
-_PROGRESS_SOURCE = re.compile(r"(//\S+|[\w./+-]+\.(?:cu|cc|cpp|cxx|c|s|S))\b")
+_PROGRESS_SOURCE = re.compile(r"(?<![\w./+:@-])([\w./+-]+\.(?:cu|cc|cpp|cxx|c))\b")
 
 
 @dataclasses.dataclass
@@ -111,21 +122,59 @@ class Spawn:
 
     @property
     def arch(self) -> str:
+        """The step's arch: `--arch` in its params, else the arch its progress message or
+        its outputs' names carry (`x.sm_90.cubin`); "" for a step of every arch."""
         params = self.params() or []
         if "--arch" in params[:-1]:
             return params[params.index("--arch") + 1]
-        m = _PROGRESS_ARCH.search(str(self.raw.get("progressMessage", "")))
-        return m.group(1) if m else ""
+        progress = str(self.raw.get("progressMessage", ""))
+        m = _PROGRESS_ARCH.search(progress) or _ANY_ARCH.search(progress)
+        if m:
+            return m.group(1)
+        found = {m.group(1) for o in self.outputs if (m := _OUTPUT_ARCH.search(o))}
+        return found.pop() if len(found) == 1 else ""
 
     @property
     def source(self) -> str:
+        """The source the step compiles: `--src` in its params, else the one its progress
+        message names; "" for a step of a whole target (the device link)."""
         params = self.params() or []
         if "--src" in params[:-1]:
             return params[params.index("--src") + 1]
         m = _PROGRESS_SOURCE.search(str(self.raw.get("progressMessage", "")))
-        if m:
-            return m.group(1)
-        return self.outputs[0] if self.outputs else ""
+        return m.group(1) if m else ""
+
+    @property
+    def target(self) -> str:
+        """The label of the target the action belongs to: the log's own field (newer
+        Bazels write `targetLabel`), else from the rules' output path
+        (`<pkg>/_cuda/<target>/...`), else the label the progress message names."""
+        label = self.raw.get("targetLabel")
+        if label:
+            return str(label)
+        for out in self.outputs:
+            if found := target_of_output(out):
+                return found
+        m = re.search(
+            r"(@[\w.~+-]*)?//[\w./+-]*:[\w./+@-]+", str(self.raw.get("progressMessage", ""))
+        )
+        return m.group(0) if m else ""
+
+
+def target_of_output(path: str) -> str:
+    """`bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x.o` -> `//pkg:lib`; the repository's
+    name for `.../bin/external/repo/pkg/...`; "" for a path outside `_cuda/`."""
+    m = _OUTPUT_ROOT.match(path)
+    rel = path[m.end() :] if m else path
+    repo = ""
+    if rel.startswith("external/"):
+        repo_name, _, rel = rel.removeprefix("external/").partition("/")
+        repo = "@" + repo_name
+    rel = "/" + rel
+    pkg, sep, rest = rel.partition("/_cuda/")
+    if not sep or "/" not in rest:
+        return ""
+    return f"{repo}//{pkg.lstrip('/')}:{rest.partition('/')[0]}"
 
 
 def read_log(path: str) -> list[dict[str, object]]:
@@ -157,7 +206,10 @@ def cuda_spawns(raw: Iterable[dict[str, object]], execroot: str | None, all_: bo
 
 @dataclasses.dataclass
 class Row:
+    """One CUDA action of the second build; `target`, `source` and `arch` name it."""
+
     mnemonic: str
+    target: str
     arch: str
     source: str
     output: str
@@ -172,20 +224,21 @@ class Row:
 def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
     """A row per action of `new`: hit or miss, and for a miss what differs from `old`."""
     by_outputs = {(s.mnemonic, s.outputs): s for s in old}
-    by_name: dict[tuple[str, str, str], Spawn] = {}
+    by_name: dict[tuple[str, str, str, str], Spawn] = {}
     for s in old:
-        by_name.setdefault((s.mnemonic, s.arch, s.source), s)
+        by_name.setdefault((s.mnemonic, s.target, s.arch, s.source), s)
     rows = []
     for s in new:
         reasons: list[str] = []
         if not s.hit:
             other = by_outputs.get((s.mnemonic, s.outputs)) or by_name.get(
-                (s.mnemonic, s.arch, s.source)
+                (s.mnemonic, s.target, s.arch, s.source)
             )
             reasons = differences(other, s) if other else ["no such action in the other build"]
         rows.append(
             Row(
                 mnemonic=s.mnemonic,
+                target=s.target,
                 arch=s.arch,
                 source=s.source,
                 output=s.outputs[0] if s.outputs else "",
@@ -195,7 +248,14 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
             )
         )
     rows.sort(
-        key=lambda r: (r.source, _STEP_ORDER.get(r.mnemonic, 99), r.mnemonic, r.arch, r.output)
+        key=lambda r: (
+            r.target,
+            r.source,
+            _STEP_ORDER.get(r.mnemonic, 99),
+            r.mnemonic,
+            r.arch,
+            r.output,
+        )
     )
     return rows
 
@@ -207,6 +267,7 @@ _STEP_ORDER = {
             "CudaHostPreprocess",
             "CudaFrontend",
             "CudaDevicePreprocess",
+            "CudaArchList",
             "CudaCicc",
             "CudaPtxas",
             "CudaFatbinary",
@@ -219,6 +280,41 @@ _STEP_ORDER = {
         ]
     )
 }
+
+# What an input of a step is, by the end of its name (the split's file names, plan.bzl's
+# file_name): the words a reason uses for it.
+_INPUT_KINDS = [
+    (".cpp1.ii", "the device-preprocessed source"),
+    (".pre.ii", "the device-preprocessed source"),
+    (".cpp4.ii", "the host-preprocessed source"),
+    (".cudafe1.cpp", "cudafe++'s host code"),
+    (".cudafe1.c", "cudafe++'s host code"),
+    (".cudafe1.stub.c", "the host stub of the device code"),
+    (".module_id", "the module id"),
+    (".ptx", "the PTX"),
+    (".cubin", "the cubin"),
+    (".ltoir", "the LTO-IR"),
+    (".fatbin.c", "the embedded fatbinary"),
+    (".fatbin", "the fatbinary"),
+    (".reg.c", "the registration file of the device link"),
+    (".o", "an object"),
+    (".a", "an archive"),
+]
+
+
+def input_kind(path: str) -> str:
+    """Words for an input of a step: "the PTX", "an SDK file", "a source or header"."""
+    for suffix, words in _INPUT_KINDS:
+        if path.endswith(suffix):
+            return words
+    parts = path.split("/")
+    if parts[0] == "external" and len(parts) > 2 and "cuda" in parts[1]:
+        return "an SDK file"
+    if parts[0] == "external":
+        return f"a file of the external repository {parts[1]}" if len(parts) > 2 else "a file"
+    if parts[0] == "bazel-out":
+        return "a generated file"
+    return "a source or header"
 
 
 def differences(old: Spawn, new: Spawn) -> list[str]:
@@ -246,9 +342,10 @@ def differences(old: Spawn, new: Spawn) -> list[str]:
         elif path.endswith(".params"):
             reasons.append(_params_reason(path, old, new))
         else:
-            reason = f"input {path}: content differs ({_short(a_in[path])} -> {_short(b_in[path])})"
+            kind = input_kind(path)
+            reason = f"input {path}: {kind} differs ({_short(a_in[path])} -> {_short(b_in[path])})"
             if path.endswith(".ii"):
-                reason += _arch_list_note(path, old, new)
+                reason += _arch_list_note(path, kind, old, new)
             reasons.append(reason)
     if not reasons:
         reasons.append(
@@ -290,7 +387,8 @@ def _short(digest: str) -> str:
     return f"{h[:12]}/{size}"
 
 
-def _arch_list_note(path: str, old: Spawn, new: Spawn) -> str:
+def _arch_list_note(path: str, kind: str, old: Spawn, new: Spawn) -> str:
+    """Why a preprocessed source may differ between arch sets: CCCL's namespaces."""
     names: set[str] = set()
     for s in (old, new):
         if s.execroot:
@@ -300,11 +398,12 @@ def _arch_list_note(path: str, old: Spawn, new: Spawn) -> str:
             except OSError:
                 pass
     if names:
-        return (
-            "; the device-preprocessed source depends on the arch list "
-            f"(CCCL namespaces {', '.join(sorted(names))})"
-        )
-    return "; the device-preprocessed source differs (it may depend on __CUDA_ARCH_LIST__)"
+        # Host code sees every arch of the build, device code nvcc's __CUDA_ARCH_LIST__.
+        what = "the build's archs" if "host" in kind else "the arch list"
+        return f"; it depends on {what} (CCCL namespaces {', '.join(sorted(names))})"
+    if "device" in kind:
+        return "; it may depend on __CUDA_ARCH_LIST__"
+    return ""
 
 
 def summary(rows: Sequence[Row]) -> list[tuple[str, str, int, int]]:
@@ -318,25 +417,75 @@ def summary(rows: Sequence[Row]) -> list[tuple[str, str, int, int]]:
     return [(m, a, hits[(m, a)], total[(m, a)]) for m, a in keys]
 
 
-def format_table(rows: Sequence[Row]) -> str:
-    lines = []
-    header = ("mnemonic", "arch", "source", "result", "why (for a miss)")
-    body = [
-        (r.mnemonic, r.arch or "-", r.source, "hit" if r.hit else "MISS", "; ".join(r.reasons))
-        for r in rows
-    ]
-    widths = [max(len(x[i]) for x in [header, *body]) for i in range(4)]
-    for cells in [header, *body]:
-        lines.append(
-            "  ".join(c.ljust(w) for c, w in zip(cells[:4], widths, strict=True)) + "  " + cells[4]
+def terminal_width() -> int:
+    """The terminal's columns (`$COLUMNS`, the terminal, else 100), at least 40."""
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def format_table(rows: Sequence[Row], width: int | None = None) -> str:
+    """The rows under a heading per target, each miss's reasons below it, wrapped to
+    `width` columns; then hits per mnemonic and arch."""
+    width = width or terminal_width()
+    w_mnemonic = max([len("mnemonic"), *(len(r.mnemonic) for r in rows)])
+    w_arch = max([len("arch"), *(len(r.arch or "-") for r in rows)])
+    lines = [f"  {'result':<6}  {'mnemonic':<{w_mnemonic}}  {'arch':<{w_arch}}  source"]
+    target = None
+    for r in rows:
+        if r.target != target or target is None:
+            target = r.target
+            lines.append(r.target or "(no target)")
+        result = "hit" if r.hit else "MISS"
+        row = (
+            f"  {result:<6}  {r.mnemonic:<{w_mnemonic}}  {r.arch or '-':<{w_arch}}  "
+            f"{r.source or '-'}"
         )
+        if len(row) <= width:
+            lines.append(row)
+        else:  # a long source: on its own line(s) below
+            lines.append(row[: len(row) - len(r.source)].rstrip())
+            lines.extend(_wrap(r.source, width, " " * 12, first=" " * 10))
+        for reason in r.reasons:
+            lines.extend(_wrap(reason, width, " " * 12, first=" " * 10))
     lines.append("")
     lines.append("per mnemonic and arch: hits/actions")
-    for m, a, h, t in summary(rows):
-        lines.append(f"  {m:<22} {a or '-':<24} {h}/{t}")
+    counts = summary(rows)
+    w_m = max([22, *(len(m) for m, _, _, _ in counts)])
+    w_a = max([12, *(len(a or "-") for _, a, _, _ in counts)])
+    for m, a, h, t in counts:
+        lines.append(f"  {m:<{w_m}} {a or '-':<{w_a}} {h}/{t}")
     hits = sum(r.hit for r in rows)
-    lines.append(f"  {'all CUDA actions':<47} {hits}/{len(rows)}")
+    what = "all CUDA actions" if all(r.mnemonic.startswith("Cuda") for r in rows) else "all actions"
+    lines.append(f"  {what:<{w_m + 1 + w_a}} {hits}/{len(rows)}")
     return "\n".join(lines)
+
+
+def _wrap(text: str, width: int, indent: str, first: str = "") -> list[str]:
+    """Greedy word wrap; a word longer than a line (a path, a flag) is broken after a
+    `/`, `,` or `=` (or, without one, anywhere), so no line is longer than `width`."""
+    lines: list[str] = []
+    line = first
+    fresh = True  # nothing but the indent on `line` yet
+    for word in text.split():
+        for piece, glued in _pieces(word, max(8, width - len(indent))):
+            sep = "" if glued or fresh else " "
+            if not fresh and len(line) + len(sep) + len(piece) > width:
+                lines.append(line)
+                line, fresh, sep = indent, True, ""
+            line += sep + piece
+            fresh = False
+    lines.append(line)
+    return lines
+
+
+def _pieces(word: str, room: int) -> Iterator[tuple[str, bool]]:
+    """`word` in pieces of at most `room` characters, broken after a `/`, `,` or `=`
+    where it can be; True for a piece that continues the previous one."""
+    glued = False
+    while len(word) > room:
+        cut = max(word.rfind(c, 0, room) for c in "/,=") + 1 or room
+        yield word[:cut], glued
+        word, glued = word[cut:], True
+    yield word, glued
 
 
 # ---------------------------------------------------------------------------------------
@@ -462,7 +611,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--old-execroot", help="`bazel info execution_root` of the first build")
     e.add_argument("--new-execroot", help="`bazel info execution_root` of the second build")
     e.add_argument("--all", action="store_true", help="every action, not only Cuda* mnemonics")
-    e.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    e.add_argument(
+        "--json",
+        metavar="FILE",
+        nargs="?",
+        const="-",
+        help="the rows as JSON: `--json` (or `--json=-`) prints them instead of the table, "
+        "`--json=FILE` writes them to FILE",
+    )
+    e.add_argument(
+        "--width",
+        type=int,
+        default=0,
+        help="wrap the table to this many columns (default: the terminal's width)",
+    )
     a = sub.add_parser(
         "arch-list", help="per target, sources whose device code names the arch list"
     )
@@ -484,9 +646,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
     rows = explain(old, new)
-    print(format_table(rows))
+    data = [r.as_dict() for r in rows]
+    if args.json == "-":
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    print(format_table(rows, args.width or None))
     if args.json:
-        _write_json(args.json, [r.as_dict() for r in rows])
+        _write_json(args.json, data)
     return 0
 
 
