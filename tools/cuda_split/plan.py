@@ -11,7 +11,6 @@ The library knows nothing about Bazel or Buck2: it maps roles to paths it is giv
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shlex
@@ -53,31 +52,56 @@ class PlanError(Exception):
     """nvcc's plan is not what this library understands, or nvcc refused the flags."""
 
 
-@dataclasses.dataclass
-class Step:
-    """One command of nvcc's plan."""
+class _Record:
+    """Equality and repr from the instance's fields. (Not a dataclass: `dataclasses`
+    imports `inspect`, about 10 ms at the start of every step action.)"""
 
-    kind: str
-    argv: list[str]
-    # The arch this step is for: the virtual arch (compute_90) of a device preprocess or
-    # cicc, the real arch (sm_90, or compute_90 for a PTX syntax check) of a ptxas.
-    arch: str = ""
-    # For a ptxas, the virtual arch whose PTX it assembles.
-    virtual_arch: str = ""
+    __slots__ = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({args})"
 
 
-@dataclasses.dataclass
-class Plan:
-    """nvcc's dryrun: its environment assignments, in order, and its steps."""
+class Step(_Record):
+    """One command of nvcc's plan.
 
-    env: list[tuple[str, str]]
-    steps: list[Step]
-    # Path in the plan (under KEEP_DIR) -> role.
-    roles: dict[str, str]
-    # Where nvcc writes the dependency file of -M/-MD/-MM/-MMD (its pseudo-step
-    # `-- Filter Dependencies -- > FILE`; "-" for stdout), or None without one. nvcc makes
-    # it itself from the preprocessed files' line markers: no command of the plan does.
-    dep_file: str | None = None
+    `arch`: the arch this step is for: the virtual arch (compute_90) of a device
+    preprocess or cicc, the real arch (sm_90, or compute_90 for a PTX syntax check) of a
+    ptxas. `virtual_arch`: for a ptxas, the virtual arch whose PTX it assembles.
+    """
+
+    __slots__ = ("kind", "argv", "arch", "virtual_arch")
+
+    def __init__(self, kind: str, argv: list[str], arch: str = "", virtual_arch: str = ""):
+        self.kind, self.argv, self.arch, self.virtual_arch = kind, argv, arch, virtual_arch
+
+
+class Plan(_Record):
+    """nvcc's dryrun: its environment assignments, in order, and its steps.
+
+    `roles`: path in the plan (under KEEP_DIR) -> role. `dep_file`: where nvcc writes the
+    dependency file of -M/-MD/-MM/-MMD (its pseudo-step `-- Filter Dependencies -- >
+    FILE`; "-" for stdout), or None without one. nvcc makes it itself from the
+    preprocessed files' line markers: no command of the plan does.
+    """
+
+    __slots__ = ("env", "steps", "roles", "dep_file")
+
+    def __init__(
+        self,
+        env: list[tuple[str, str]],
+        steps: list[Step],
+        roles: dict[str, str],
+        dep_file: str | None = None,
+    ):
+        self.env, self.steps, self.roles, self.dep_file = env, steps, roles, dep_file
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)

@@ -16,6 +16,7 @@ declared path, makes SDK paths relative, and runs the command.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shlex
@@ -32,7 +33,6 @@ if not __package__:
 
 from cuda_split import archlist  # noqa: E402
 from cuda_split import plan as planlib  # noqa: E402
-from cuda_split.pipeline import file_name  # noqa: E402
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
@@ -52,6 +52,23 @@ MONO = "mono"
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.
 CHECK_ROLE_PREFIX = "ptxcheck:"
+
+# nvlink's library modules (libcudadevrt's, where a device-side launch pulls it in): the
+# nvlink step writes them to its file of this role prefix + real arch, for the register
+# step.
+PRELINKED_ROLE_PREFIX = "prelinked:"
+
+# cicc writes its working directory into what it writes (the PTX's `.file` paths, -G's
+# DW_AT_comp_dir, the LTO-IR). It takes it from $PWD where $PWD names the working
+# directory (as gcc does), and /proc/self/cwd does, on every machine: outputs then do not
+# depend on the sandbox, checkout or worker directory the action ran in (debuggers started
+# in the execution root find the sources through it, as with Bazel's C++ toolchains).
+PORTABLE_PWD = "/proc/self/cwd"
+
+# A module id cudafe++ ends with its process id: `..._<8 hex digits>_<pid>` (a file with no
+# external function definition; the hex digits hash the source's mtime and the working
+# directory). The step replaces both by a hash of the preprocessed source and its name.
+_PID_MODULE_ID = re.compile(r"(?P<stem>.+_)(?P<hash>[0-9a-f]{8})_(?P<pid>[0-9]+)")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -158,11 +175,25 @@ class StepCommand:
         here = env.get("_HERE_", "")
         rel_bin = os.path.dirname(nvcc) or "."
         self._prefixes = [(here, rel_bin)] if here else []
+        self._rel_bin = rel_bin
         self.orig_src_path_name = orig_src_path_name
         self.outputs: list[str] = []
         self.env = {k: self._sdk_relative(v) for k, v in plan.env}
         self.argv = self._rewrite(step.argv)
         self.argv[0] = self._resolve_tool(self.argv[0])
+        if step.kind == planlib.NVLINK:
+            self.argv = [self._sdk_root_lexically(a) for a in self.argv]
+
+    def _sdk_root_lexically(self, arg: str) -> str:
+        """`-L<bin>/..//lib64` -> `-L<sdk>//lib64` (and `-nvvmpath=`): the SDK's root
+        by name, not through `bin/..`. The kernel resolves `..` after symlinks: where the
+        SDK repository's `bin` is a symlink into the SDK (Bazel without a sandbox), `bin/..`
+        is the SDK's own directory, which lacks the `lib64/libcudadevrt.a` and
+        `nvvm/lib64/libnvvm.so` the repository adds for NVIDIA's wheels (they use lib/)."""
+        if not arg.startswith(("-L", "-nvvmpath=")):
+            return arg
+        root = os.path.dirname(self._rel_bin) or "."
+        return re.sub(re.escape(self._rel_bin) + r"/\.\.(?=/|$)", lambda _: root, arg)
 
     def _sdk_relative(self, s: str) -> str:
         for prefix, rel in self._prefixes:
@@ -244,7 +275,7 @@ class StepCommand:
 
 def _strip_cwd_from_ptx(path: str) -> None:
     """cicc writes `.file N "<cwd>/<relative path>"` with -lineinfo/-G: drop the cwd."""
-    cwd_forms = {os.getcwd(), os.path.realpath(os.getcwd())}
+    cwd_forms = {os.getcwd(), os.path.realpath(os.getcwd()), PORTABLE_PWD}
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
     new = text
@@ -428,6 +459,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.mono_dir:
         raise planlib.PlanError("--kind mono needs --mono-dir")
     os.makedirs(args.mono_dir, exist_ok=True)
+    from cuda_split.pipeline import file_name  # only mono names files itself
+
     stem = os.path.splitext(os.path.basename(args.src))[0]
     for role in set(plan.roles.values()) - {planlib.SCRATCH, "fatbin"}:
         if role not in files:
