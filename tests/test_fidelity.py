@@ -8,13 +8,17 @@ both objects. The differences that cannot be removed are asserted exactly:
 
 - with -G/-lineinfo, nvcc's PTX `.file` paths hold the working directory, ours do not
   (unless --keep-cwd-in-debug-paths, which makes them byte-identical again);
-- with -G, cicc also writes the working directory as DW_AT_comp_dir, which the step
-  leaves, and ptxas writes its own command line, file names included, into the cubin;
+- with -G, cicc also writes the working directory as DW_AT_comp_dir: the step gives cicc
+  $PWD=/proc/self/cwd, which it writes instead; ptxas writes its own command line, file
+  names included, into the cubin;
+- with -G/-lineinfo, nvcc's cubins hold the mtime and size of the sources ptxas found;
+  the step's ptxas runs in an empty directory: 0 and 0;
 - with the step's default (relative) --orig-src-path-name, the module id hashes another
   path: it differs, and so do the PTX and cubins that carry it (internal-linkage device
   symbols), by exactly that string;
-- a file with no external function definition gets cudafe++'s process id at the end of
-  its module id, with nvcc as with the split.
+- a file with no external function definition gets cudafe++'s process id and a hash of
+  the source's mtime and the working directory at the end of its module id from nvcc;
+  the split replaces both by a hash of the source's name and preprocessed text and `_0`.
 
 docs/fidelity.md explains the matrix and the measured results.
 """
@@ -140,6 +144,19 @@ def cwd_quote(cwd: pathlib.Path) -> bytes:
     return f'"{cwd}/'.encode()
 
 
+# The $PWD the step gives cicc (step.PORTABLE_PWD).
+PORTABLE_PWD = b"/proc/self/cwd"
+
+
+_DEBUG_INFO = re.compile(rb"\t\.section\t\.debug_info\n\t\{\n.*?\n\t\}\n", re.S)
+
+
+def debug_info(ptx: bytes) -> tuple[bytes, bytes]:
+    """(the PTX without its .debug_info section, the section)."""
+    m = _DEBUG_INFO.search(ptx)
+    return (ptx[: m.start()] + ptx[m.end() :], m[0]) if m else (ptx, b"")
+
+
 def ptx_b8(s: bytes) -> bytes:
     """How PTX spells a string in its debug sections: `.b8 47,119,111,...`."""
     return b".b8 " + ",".join(str(c) for c in s).encode() + b"\n"
@@ -173,25 +190,36 @@ def test_split_matches_nvcc(
 
     cwd = bytes(pair.cwd)
     # -G: cicc also writes the working directory as DW_AT_comp_dir into the PTX's
-    # .debug_info (`.b8 47,119,...`); the step leaves it (see docs/fidelity.md).
+    # .debug_info (`.b8 47,119,...`): the step's cicc has $PWD=/proc/self/cwd, nvcc's the
+    # working directory (see docs/fidelity.md).
     comp_dirs = 1 if "-G" in fs.flags else 0
     for role in pair.compared_roles():
         ours, theirs = pair.read(role)
         if role == "module_id" and src in PROCESS_ID_SOURCES:
-            # cudafe++'s process id ends the id (no external function in the file).
+            # cudafe++'s hash and process id end the id (no external function in the
+            # file); the step's id ends in a hash of the source and `_0`.
             assert harness.has_process_id(theirs.decode()), theirs
             assert harness.stable_module_id(ours.decode()) == harness.stable_module_id(
                 theirs.decode()
             )
-            assert ours != theirs
+            assert ours.endswith(b"_0") and ours != theirs
         elif fs.debug and role.startswith("ptx:"):
             # Ours are relative to the working directory; nvcc's absolute.
+            # With -G, .debug_info holds DW_AT_comp_dir, and offsets after it: compared
+            # apart (same number of lines; the keep-cwd run below gives nvcc's bytes).
+            (ours, ours_info), (theirs, theirs_info) = debug_info(ours), debug_info(theirs)
             assert_same(role, ours, theirs.replace(cwd_quote(pair.cwd), b'"'))
-            assert ours.count(ptx_b8(cwd)) == comp_dirs, role
+            assert ours_info.count(b"\n") == theirs_info.count(b"\n"), role
+            assert ours_info.count(ptx_b8(PORTABLE_PWD)) == comp_dirs, role
+            assert theirs_info.count(ptx_b8(cwd)) == comp_dirs, role
+            assert cwd not in ours + ours_info, role
         elif fs.debug and role.startswith("cubin:") and cwd in theirs:
-            # The cubin's debug line table carries the PTX's `.file` paths.
-            assert ours.count(cwd) == comp_dirs, role
-            assert (ours != theirs) == (theirs.count(cwd) > comp_dirs), role
+            # The cubin's debug line table carries the PTX's `.file` paths, and nvcc's
+            # the mtime and size of each source ptxas found (the step's ptxas runs where
+            # there are none: 0 and 0, wherever it runs).
+            assert cwd not in ours, role
+            assert ours.count(PORTABLE_PWD) == comp_dirs, role
+            assert ours != theirs, role
         else:
             assert_same(role, ours, theirs)
 

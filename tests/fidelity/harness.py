@@ -383,13 +383,15 @@ def differing_roles(pair: Pair) -> dict[str, str]:
 # A module id that ends in cudafe++'s process id: `_<path hash>_<len>_<name>_<hash>_<pid>`.
 # cudafe++ names a file's module id after its first external function definition
 # (`_Z3foov`, `main`) or a hash of it; a file with none (only template instances, only
-# internal linkage) gets the hash and `_<getpid()>`, so nvcc itself writes another id on
-# every run.
-_PID_MODULE_ID = re.compile(r"(?P<stable>_[0-9a-f]{8}_\d+_.+_[0-9a-f]{8})_(?P<pid>\d+)")
+# internal linkage) gets a hash of the source's mtime and the working directory and
+# `_<getpid()>`, so nvcc itself writes another id on every run. The step replaces those
+# two by `_<hash of the source's name and preprocessed text>_0`.
+_PID_MODULE_ID = re.compile(r"(?P<stable>_[0-9a-f]{8}_\d+_.+)_(?P<hash>[0-9a-f]{8})_(?P<pid>\d+)")
 
 
 def stable_module_id(module_id: str) -> str:
-    """The module id without the process id cudafe++ appends to some (see above)."""
+    """The module id without the hash and process id cudafe++ appends to some (see
+    above)."""
     m = _PID_MODULE_ID.fullmatch(module_id.strip())
     return m["stable"] if m else module_id.strip()
 
@@ -399,8 +401,8 @@ def has_process_id(module_id: str) -> bool:
 
 
 def unexplained_differences(pair: Pair) -> dict[str, str]:
-    """differing_roles, less a module id that differs from nvcc's in cudafe++'s process
-    id alone, when no other compared file carries the id."""
+    """differing_roles, less a module id that differs from nvcc's in cudafe++'s hash and
+    process id alone, when no other compared file carries the id."""
     found = differing_roles(pair)
     if "module_id" in found:
         ours, theirs = (b.decode() for b in pair.read("module_id"))

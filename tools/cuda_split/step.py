@@ -99,6 +99,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         metavar="PATH",
         help="register: the .module_id of each linked source, in link order",
     )
+    p.add_argument(
+        "--prelinked-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="register: an nvlink step's list of the library modules it linked "
+        "(--file=prelinked:<arch>=PATH there), in arch order",
+    )
     p.add_argument("--mono-dir", default="", help="--kind mono: where intermediates go")
     p.add_argument(
         "--mono-group",
@@ -274,7 +282,8 @@ class StepCommand:
 
 
 def _strip_cwd_from_ptx(path: str) -> None:
-    """cicc writes `.file N "<cwd>/<relative path>"` with -lineinfo/-G: drop the cwd."""
+    """cicc writes `.file N "<cwd>/<relative path>"` with -lineinfo/-G (`<cwd>` is
+    PORTABLE_PWD, where the step gives cicc that $PWD): drop the cwd."""
     cwd_forms = {os.getcwd(), os.path.realpath(os.getcwd()), PORTABLE_PWD}
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
@@ -327,10 +336,11 @@ def execute(
 ) -> int:
     """Run one step of `plan` with its files at `files`; check what it wrote.
 
-    `hide_sources`: run in an empty directory (ptxas of compile_mode=mono). ptxas writes
+    `hide_sources`: run in an empty directory (every ptxas, split and mono). ptxas writes
     the mtime and size of each source file that the PTX's `.file` directives name and it
-    can find into the cubin's line table; a split ptxas action has no sources (0, 0), a
-    mono action has them, with the mtimes of wherever it runs."""
+    can find into the cubin's line table (-lineinfo, -G): found, they would be those of
+    the checkout it ran in (Bazel without a sandbox; a sandbox has no sources, 0 and 0).
+    """
     label = f"{step.kind} of {args.src}" + (f" for {step.arch}" if step.arch else "")
     with tempfile.TemporaryDirectory(prefix="cuda_split_") as scratch:
         cmd = StepCommand(
@@ -344,6 +354,13 @@ def execute(
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         env = dict(os.environ)
         env.update(cmd.env)
+        if step.kind == planlib.CICC and not args.keep_cwd_in_debug_paths:
+            env["PWD"] = PORTABLE_PWD
+        if step.kind == planlib.NVLINK:
+            missing = _missing_device_runtime(argv)
+            if missing:
+                print(f"cuda_split: {label}: {missing}", file=sys.stderr)
+                return 1
         cwd = None
         if hide_sources:
             cwd = os.path.join(scratch, "cwd")
@@ -351,13 +368,16 @@ def execute(
             argv = _away_from_sources(argv, cmd.outputs)
         if args.verbose:
             print(shlex.join(argv), file=sys.stderr)
-        proc = subprocess.run(argv, env=env, check=False, cwd=cwd)
-        if proc.returncode != 0:
-            print(
-                f"cuda_split: {label} failed (exit {proc.returncode}):\n  {shlex.join(argv)}",
-                file=sys.stderr,
-            )
-            return proc.returncode
+        with subprocess.Popen(argv, env=env, cwd=cwd) as proc:
+            rc = proc.wait()
+        if rc == 0 and step.kind == planlib.CUDAFE:
+            again = _deterministic_module_id(argv, proc.pid, files, args)
+            if again is not None:
+                argv = again
+                rc = subprocess.run(argv, env=env, check=False, cwd=cwd).returncode
+        if rc != 0:
+            print(f"cuda_split: {label} failed (exit {rc}):\n  {shlex.join(argv)}", file=sys.stderr)
+            return rc
     if step.kind == planlib.PTXAS and planlib.flag_value(step.argv, "-o") is None:
         role = CHECK_ROLE_PREFIX + step.arch
         if role in files:
@@ -373,17 +393,88 @@ def execute(
     return 0
 
 
-def write_registration(path: str, module_id_files: Sequence[str]) -> None:
+def _deterministic_module_id(
+    argv: list[str], pid: int, files: Mapping[str, str], args: argparse.Namespace
+) -> list[str] | None:
+    """cudafe++'s command again, reading a module id that depends on the source alone,
+    where cudafe++ wrote one ending in its process id; None where it did not.
+
+    For a file without an external function definition (only template instances, say),
+    cudafe++ ends the id with `_<hash>_<pid>`, the hash taken over the mtime of the source
+    it finds under its --orig_src_file_name and the working directory (or the time, where
+    it finds none): another id on every run, in the .cudafe1.cpp, the PTX and cubins of
+    internal-linkage symbols, the objects and the registration file. The step writes
+    `_<hash>_0` instead, the hash over --orig-src-path-name and the preprocessed source,
+    and runs cudafe++ again without --gen_module_id_file: it then reads the id from the
+    file (as cicc does) and writes every other file with it.
+    """
+    path = files.get("module_id")
+    if "--gen_module_id_file" not in argv or not path:
+        return None
+    with open(path, encoding="ascii") as f:
+        module_id = f.read().strip()
+    m = _PID_MODULE_ID.fullmatch(module_id)
+    if not m or m["pid"] != str(pid):
+        return None
+    digest = hashlib.sha256((args.orig_src_path_name or args.src).encode() + b"\0")
+    with open(argv[-1], "rb") as f:  # the preprocessed source, cudafe++'s input
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{m['stem']}{digest.hexdigest()[:8]}_0")
+    return [a for a in argv if a != "--gen_module_id_file"]
+
+
+def _missing_device_runtime(argv: Sequence[str]) -> str:
+    """Why nvlink's `-lcudadevrt` would find no library ("" when it does): nvlink links
+    without a library it does not find, silently, and a program that launches kernels from
+    the device then fails to link (`Undefined reference to '__cudaCDP2...'`) or, without
+    such launches, lacks the device runtime's registration nvcc's would have."""
+    if "-lcudadevrt" not in argv:
+        return ""
+    dirs = [a[2:] for a in argv if a.startswith("-L") and len(a) > 2]
+    if any(os.path.isfile(os.path.join(d, "libcudadevrt.a")) for d in dirs):
+        return ""
+    return (
+        "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of nvlink's library "
+        f"directories: {', '.join(dirs) or '(none)'}; the SDK repository links it there "
+        "(lib64/ for NVIDIA's wheels, whose libraries are in lib/)"
+    )
+
+
+def write_registration(
+    path: str, module_id_files: Sequence[str], prelinked_files: Sequence[str] = ()
+) -> None:
     """The file nvlink's `--register-link-binaries` writes when given the objects: one
-    DEFINE_REGISTER_FUNC per linked source's module id, in link order (checked against
-    nvcc -dlink's own in tests/test_rdc.py)."""
-    ids = []
+    DEFINE_REGISTER_FUNC per linked source's module id, in link order, then one per
+    module nvlink took from a library (libcudadevrt's, where device code launches
+    kernels), from the nvlink steps' `prelinked` files (checked against nvcc -dlink's own
+    in tests/test_rdc.py)."""
+    ids: list[str] = []
     for name in module_id_files:
         with open(name, encoding="ascii") as f:
             ids.append(f.read().strip())
+    own = set(ids)
+    for name in prelinked_files:
+        with open(name, encoding="ascii") as f:
+            ids.extend(i for i in f.read().split() if i not in own and i not in ids)
     with open(path, "w", encoding="ascii") as f:
         f.write(f"#define NUM_PRELINKED_OBJECTS {len(ids)}\n")
         f.writelines(f"DEFINE_REGISTER_FUNC({i})\n" for i in ids)
+
+
+_REGISTER_FUNC = re.compile(r"^DEFINE_REGISTER_FUNC\((\w+)\)$", re.M)
+
+
+def _library_modules(reg_c: str, inputs: Sequence[str]) -> list[str]:
+    """The modules of nvlink's registration file that come from libraries: nvlink names
+    a cubin input after its path (`/a/x.cubin` -> `_a_x_cubin`, relative paths joined to
+    the working directory), an LTO-IR input not at all, an object by its module id (the
+    register step drops those, it has them)."""
+    cwd = os.getcwd()
+    from_inputs = {re.sub(r"[^0-9A-Za-z]", "_", os.path.join(cwd, p)) for p in inputs}
+    with open(reg_c, encoding="ascii") as f:
+        return [m for m in _REGISTER_FUNC.findall(f.read()) if m not in from_inputs]
 
 
 def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
@@ -397,7 +488,15 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
     step = plan.find(kind, args.arch if kind == planlib.NVLINK else "")
     for i, path in enumerate(args.link_input):
         files[f"input:{i}"] = path
-    return execute(plan, step, files, args)
+    prelinked = files.get(PRELINKED_ROLE_PREFIX + args.arch) if kind == planlib.NVLINK else None
+    if prelinked:
+        # nvlink's own registration file (main() gives this process a private TMPDIR).
+        files["reg.c"] = os.path.join(tempfile.gettempdir(), "nvlink.reg.c")
+    rc = execute(plan, step, files, args)
+    if rc == 0 and prelinked:
+        with open(prelinked, "w", encoding="ascii") as f:
+            f.writelines(m + "\n" for m in _library_modules(files["reg.c"], args.link_input))
+    return rc
 
 
 def write_arch_list_report(args: argparse.Namespace, step: planlib.Step, out: str, report: str):
@@ -430,7 +529,7 @@ def run_compile_step(
             f.write(f"nvcc's plan runs no ptxas check of the {args.arch} PTX\n")
         return 0
     step = plan.find(kind, args.arch)
-    rc = execute(plan, step, files, args)
+    rc = execute(plan, step, files, args, hide_sources=kind == planlib.PTXAS)
     report = files.get(f"arch_list:{args.arch}")
     if rc == 0 and kind == planlib.DEVICE_PREPROCESS and report:
         write_arch_list_report(args, step, files[f"cpp1.ii:{args.arch}"], report)
@@ -440,7 +539,7 @@ def run_compile_step(
 def run(args: argparse.Namespace) -> int:
     files = _parse_files(args.file)
     if args.kind == REGISTER:
-        write_registration(files["reg.c"], args.module_id_file)
+        write_registration(files["reg.c"], args.module_id_file, args.prelinked_file)
         return 0
     if args.kind in LINK_KINDS:
         return run_link(args, files)
