@@ -137,3 +137,16 @@ def test_cli_without_durations(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     assert "pass --profile" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         simulate.main([str(log), "--workers", "0"])
+
+
+def test_cuda_split_dispatches_simulate(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cuda_split import cli
+
+    log = _log(tmp_path, DIAMOND)
+    assert cli.main(["simulate", str(log), "--workers", "2"]) == 0
+    assert "5.0" in capsys.readouterr().out
+    assert cli.main(["nonsense"]) == 2
+    assert "unknown command 'nonsense'" in capsys.readouterr().err
+    assert cli.main([]) == 2
