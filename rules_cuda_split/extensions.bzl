@@ -18,6 +18,7 @@ load(
     "DEFAULT_SDK_PATHS",
     "cuda_sdk_repository",
 )
+load("//rules_cuda_split/private:wheel_sdk.bzl", "cuda_wheel_sdks")
 
 _sdk_tag = tag_class(
     doc = "A CUDA SDK on this machine, as the repository `name`.",
@@ -36,6 +37,37 @@ _sdk_tag = tag_class(
     },
 )
 
+_wheel_sdk_tag = tag_class(
+    doc = """A hermetic SDK: NVIDIA's wheels of each version, downloaded by Bazel (docs/sdk.md).
+
+Makes the hub repository `name` (register `@<name>//:all`; `@<name>//:cublas` and the
+other SDK targets follow `--@rules_cuda_split//cuda:version`) and `<name>_13_0`, ... per
+version.""",
+    attrs = {
+        "name": attr.string(
+            doc = "The hub repository's name.",
+            default = "cuda",
+        ),
+        "versions": attr.string_list(
+            doc = "CUDA versions of the table (`13.0`, `13.2`, `13.5`).",
+            default = ["13.0"],
+        ),
+        "default_version": attr.string(
+            doc = "The version built when `--@rules_cuda_split//cuda:version` is unset; " +
+                  "default: the first of `versions`.",
+        ),
+        "components": attr.string_list(
+            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `nvrtc`, `nvjitlink`.",
+        ),
+        "base_url": attr.string(
+            doc = "A mirror serving the wheels under their own names (`file:///wheels`).",
+        ),
+        "local_fallback": attr.bool(
+            doc = "Use an SDK on this machine when a wheel is missing or fails to download.",
+        ),
+    },
+)
+
 def _cuda_impl(module_ctx):
     made = {}
 
@@ -50,9 +82,22 @@ def _cuda_impl(module_ctx):
                 path = sdk.path,
                 default_paths = sdk.default_paths,
             )
+        for wheel in mod.tags.wheel_sdk:
+            if wheel.name in made:
+                continue
+            made[wheel.name] = mod.name
+            cuda_wheel_sdks(
+                name = wheel.name,
+                versions = wheel.versions,
+                default_version = wheel.default_version,
+                components = wheel.components,
+                base_url = wheel.base_url,
+                local_fallback = wheel.local_fallback,
+            )
 
 cuda = module_extension(
     implementation = _cuda_impl,
-    doc = "CUDA SDK repositories, one per `cuda.sdk(name = ...)` tag.",
-    tag_classes = {"sdk": _sdk_tag},
+    doc = "CUDA SDK repositories, one per `cuda.sdk(name = ...)` tag, and hermetic " +
+          "SDKs, one hub per `cuda.wheel_sdk(name = ...)` tag.",
+    tag_classes = {"sdk": _sdk_tag, "wheel_sdk": _wheel_sdk_tag},
 )

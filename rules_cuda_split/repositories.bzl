@@ -9,7 +9,10 @@
 
     register_toolchains("@local_cuda//:toolchain")
 
-or, for the last two, `rules_cuda_split_toolchains()`.
+or, for the last two, `rules_cuda_split_toolchains()`. The hermetic SDK (NVIDIA's wheels,
+downloaded by Bazel; docs/sdk.md) instead of the last two:
+
+    rules_cuda_split_wheel_toolchains(name = "cuda", versions = ["13.0"])
 """
 
 load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
@@ -19,8 +22,17 @@ load(
     _DEFAULT_SDK_PATHS = "DEFAULT_SDK_PATHS",
     _cuda_sdk_repository = "cuda_sdk_repository",
 )
+load(
+    "//rules_cuda_split/private:wheel_sdk.bzl",
+    _cuda_wheel_sdk_repository = "cuda_wheel_sdk_repository",
+    _cuda_wheel_sdks = "cuda_wheel_sdks",
+)
 
 cuda_sdk_repository = _cuda_sdk_repository
+
+cuda_wheel_sdk_repository = _cuda_wheel_sdk_repository
+
+cuda_wheel_sdks = _cuda_wheel_sdks
 
 DEFAULT_SDK_PATHS = _DEFAULT_SDK_PATHS
 
@@ -59,3 +71,22 @@ def rules_cuda_split_toolchains(name = "local_cuda", **kwargs):
     """
     cuda_sdk_repository(name = name, **kwargs)
     native.register_toolchains("@%s//:toolchain" % name)
+
+def rules_cuda_split_wheel_toolchains(name = "cuda", versions = ["13.0"], default_version = "", **kwargs):
+    """Declares the hermetic SDKs (`cuda_wheel_sdks`) and registers their toolchains.
+
+    One toolchain per version, chosen by `--@rules_cuda_split//cuda:version` (unset: the
+    default version); `@<name>//:cublas` and the other SDK targets follow the flag.
+
+    Args:
+      name: the hub repository's name; the versions are `<name>_13_0`, ...
+      versions: list of CUDA versions of the table (`13.0`, `13.2`, `13.5`).
+      default_version: the version built when the flag is unset; default: the first.
+      **kwargs: further arguments of `cuda_wheel_sdks` (`components`, `base_url`,
+        `local_fallback`, `table`).
+    """
+    cuda_wheel_sdks(name = name, versions = versions, default_version = default_version, **kwargs)
+    native.register_toolchains(
+        "@%s//:toolchain_default" % name,
+        *["@%s//:toolchain_%s" % (name, v) for v in versions]
+    )

@@ -107,8 +107,10 @@ def test_module_bazel_uses_the_cuda_extension_of_extensions_bzl(tmp_path: pathli
     )
     assert out == f"<{name}>\n"  # a module_extension(...) value, exported as `cuda`
     (ext,) = _named(calls, "module_extension")
-    assert list(ext["kwargs"]["tag_classes"]) == ["sdk"]
-    (tag,) = _named(calls, "tag_class")
+    assert list(ext["kwargs"]["tag_classes"]) == ["sdk", "wheel_sdk"]
+    tag, wheel_tag = _named(calls, "tag_class")
+    wheel_attrs = {"name", "versions", "default_version", "components", "base_url"}
+    assert wheel_attrs | {"local_fallback"} == set(wheel_tag["kwargs"]["attrs"])
     assert {"name", "path", "default_paths"} == set(tag["kwargs"]["attrs"])
 
 

@@ -400,14 +400,20 @@ def _probe(rctx, path):
         return "sdk" if rctx.path(path + "/bin/nvcc.profile").exists else "no_profile"
     return "no_nvcc" if rctx.path(path).exists else "missing"
 
-def _find_sdk(rctx):
-    """Returns (path, source) of the first SDK found; fails listing every place looked."""
+def find_local_sdk(rctx, path_attr, default_paths):
+    """Returns (path, source) of the first SDK found; fails listing every place looked.
+
+    Args:
+      rctx: the repository context.
+      path_attr: string, an explicit SDK directory ("" for none).
+      default_paths: list of strings, the places looked at last.
+    """
     nvcc_on_path = rctx.which("nvcc")
     candidates = sdk_candidates(
-        path_attr = rctx.attr.path,
+        path_attr = path_attr,
         environ = rctx.os.environ,
         nvcc_on_path = str(nvcc_on_path.realpath) if nvcc_on_path else "",
-        default_paths = rctx.attr.default_paths,
+        default_paths = default_paths,
     )
     probes = {c.path: _probe(rctx, c.path) for c in candidates if c.path}
     found = search_sdk(candidates, probes)
@@ -471,8 +477,19 @@ def _normalize_layout(rctx, root, lib_root, libnvvm):
         added.append("nvvm/lib64/libnvvm.so")
     return added
 
-def _cuda_sdk_repository_impl(rctx):
-    sdk_path, source = _find_sdk(rctx)
+def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}):
+    """Makes the repository the SDK at `sdk_path`: symlinks, layout links, BUILD file.
+
+    Shared by `cuda_sdk_repository` (an SDK found on the machine) and
+    `cuda_wheel_sdk_repository` (wheels downloaded into the repository).
+
+    Args:
+      rctx: the repository context.
+      sdk_path: string, the SDK's directory (holding bin/nvcc).
+      source: string, how it was found, for the BUILD file's header.
+      extra_shared_libs: dict, cc_library name -> list of file names in the SDK's
+        library directory, made a target when all of them exist.
+    """
     root = rctx.path(sdk_path)
 
     # The SDK's top-level entries, side by side with the generated BUILD file.
@@ -525,8 +542,9 @@ def _cuda_sdk_repository_impl(rctx):
     layout_links = _normalize_layout(rctx, root, lib_root, libnvvm)
     major = version.split(".")[0]
     shared_libs = {}
-    for name, files in _SHARED_LIBS.items():
-        files = [f.format(major = major) for f in files]
+    wanted = {name: [f.format(major = major) for f in files] for name, files in _SHARED_LIBS.items()}
+    wanted.update(extra_shared_libs)
+    for name, files in wanted.items():
         if all([lib_root.get_child(f).exists for f in files]):
             shared_libs[name] = [lib_dir + "/" + f for f in files]
 
@@ -545,6 +563,10 @@ def _cuda_sdk_repository_impl(rctx):
         virtual_archs = virtual_archs,
         exec_constraints = ["@platforms//os:linux", "@platforms//cpu:" + cpu],
     )))
+
+def _cuda_sdk_repository_impl(rctx):
+    sdk_path, source = find_local_sdk(rctx, rctx.attr.path, rctx.attr.default_paths)
+    configure_sdk_repository(rctx, sdk_path, source)
 
 cuda_sdk_repository = repository_rule(
     implementation = _cuda_sdk_repository_impl,

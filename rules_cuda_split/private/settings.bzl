@@ -1,5 +1,5 @@
-"""Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode` and
-`:device_arch_list`."""
+"""Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode`,
+`:device_arch_list` and `:version`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -88,4 +88,27 @@ device_arch_list_flag = rule(
           "arch-list namespaces are turned off (" + ", ".join(PER_ARCH_CCCL_DEFINES) +
           "), so CUB/Thrust cubins are shared across arch sets too. Every CUDA target " +
           "of the build must use the same value (docs/remote.md).",
+)
+
+CudaVersionSettingInfo = provider(
+    doc = "The value of the `version` build setting.",
+    fields = {"version": "string: the CUDA version (`13.0`), or `\"\"` for the default."},
+)
+
+def _version_flag_impl(ctx):
+    value = ctx.build_setting_value
+    parts = value.split(".")
+    if value and (len(parts) != 2 or not parts[0].isdigit() or not parts[1].isdigit()):
+        fail("--%s=%s: a CUDA version is MAJOR.MINOR (`13.0`), or empty for the default" % (
+            ctx.label,
+            value,
+        ))
+    return [CudaVersionSettingInfo(version = value)]
+
+version_flag = rule(
+    implementation = _version_flag_impl,
+    build_setting = config.string(flag = True),
+    doc = "The CUDA version to build with, among those a `cuda_wheel_sdks` hub declares " +
+          "(`--@rules_cuda_split//cuda:version=13.2`); empty (default): the hub's default " +
+          "version. The hub's toolchains and SDK aliases select on it.",
 )

@@ -1,0 +1,259 @@
+"""Write rules_cuda_split/private/cuda_versions.bzl, the table of NVIDIA's CUDA wheels.
+
+For each CUDA version in RELEASES and each component (nvcc, nvvm, crt, cudart, cccl and
+the opt-in libraries), the table holds the PyPI wheel's URL, SHA-256, size and the
+directory inside it that is the SDK root, per Linux platform (`linux-x86_64`,
+`linux-sbsa` for aarch64), as `cuda_wheel_sdk_repository` reads it. Nothing in it is
+written by hand:
+
+- the component versions are those NVIDIA's `cuda-toolkit` meta-package of the release
+  pins (its `Requires-Dist`, read from the wheel `pip download --no-deps` fetches), with
+  the few overrides RELEASES names;
+- the files, URLs, SHA-256 and sizes come from PyPI's JSON API
+  (`https://pypi.org/pypi/<name>/json`, its `releases`);
+- the SDK root inside each wheel (`nvidia/cu13`) is read from the wheel's zip directory
+  with HTTP range requests, which also checks that the compiler wheel holds `bin/nvcc`:
+  PyPI's CUDA 12 `nvidia-cuda-nvcc-cu12` wheels hold only ptxas and libnvvm, so no
+  CUDA 12 release can be assembled from PyPI and the script refuses one.
+
+Usage: `python3 scripts/cuda_version_table.py` (rewrites the table),
+`python3 scripts/cuda_version_table.py --check` (exit 1 when the table is stale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import io
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TABLE = REPO / "rules_cuda_split" / "private" / "cuda_versions.bzl"
+PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+FILES_HOST = "https://files.pythonhosted.org/packages/"
+
+# CUDA version -> the cuda-toolkit release that pins its components, and overrides
+# (component -> exact version). 13.0: cuBLAS as scripts/cuda-wheels.txt pins it.
+RELEASES: dict[str, dict[str, object]] = {
+    "13.0": {"toolkit": "13.0.2", "overrides": {"cublas": "13.0.2.14"}},
+    "13.2": {"toolkit": "13.2.2", "overrides": {}},
+    "13.5": {"toolkit": "13.5.0", "overrides": {}},
+}
+
+# Component -> (PyPI package, the components it needs at link time).
+COMPONENTS: dict[str, tuple[str, list[str]]] = {
+    "nvcc": ("nvidia-cuda-nvcc", []),
+    "nvvm": ("nvidia-nvvm", []),
+    "crt": ("nvidia-cuda-crt", []),
+    "cudart": ("nvidia-cuda-runtime", []),
+    "cccl": ("nvidia-cuda-cccl", []),
+    "cublas": ("nvidia-cublas", []),
+    "cufft": ("nvidia-cufft", ["nvjitlink"]),
+    "curand": ("nvidia-curand", []),
+    "cusparse": ("nvidia-cusparse", ["nvjitlink"]),
+    "nvrtc": ("nvidia-cuda-nvrtc", []),
+    "nvjitlink": ("nvidia-nvjitlink", []),
+}
+DEFAULT_COMPONENTS = ["nvcc", "nvvm", "crt", "cudart", "cccl"]
+
+# Wheel platform tag -> NVIDIA's platform name (redistrib JSON's keys).
+PLATFORMS = {"x86_64": "linux-x86_64", "aarch64": "linux-sbsa"}
+
+_REQ = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*([^;]*)")
+
+
+def parse_requires(metadata: str) -> dict[str, str]:
+    """Package -> version spec (`==13.0.88.*`, `<14,>=13.2.86`) of Requires-Dist lines."""
+    msg = email.parser.Parser().parsestr(metadata)
+    out: dict[str, str] = {}
+    for line in msg.get_all("Requires-Dist") or []:
+        m = _REQ.match(line)
+        if m:
+            out.setdefault(m.group(1).lower(), m.group(2).strip())
+    return out
+
+
+def _key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+
+
+def resolve_version(spec: str, releases: list[str]) -> str:
+    """The exact release a spec means: `==X.*` the newest X or X.n; `>=X` the release X."""
+    for part in spec.split(","):
+        part = part.strip()
+        if part.startswith("=="):
+            prefix = part[2:].removesuffix(".*")
+            matches = [r for r in releases if r == prefix or r.startswith(prefix + ".")]
+            if matches:
+                return max(matches, key=_key)
+        if part.startswith(">=") and part[2:] in releases:
+            return part[2:]
+    raise ValueError(f"no release matches {spec!r} among {sorted(releases, key=_key)[-5:]}")
+
+
+def canonical_url(url: str) -> str:
+    """PyPI's file URL on files.pythonhosted.org (mirrors answer with relative URLs)."""
+    m = re.search(r"([0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{60}/[^/]+)$", url)
+    if not m:
+        raise ValueError(f"not a PyPI file URL: {url}")
+    return FILES_HOST + m.group(1)
+
+
+def wheel_platform(filename: str) -> str | None:
+    """`linux-x86_64`/`linux-sbsa` for a manylinux wheel, None for others."""
+    if "linux" not in filename:
+        return None
+    for tag, name in PLATFORMS.items():
+        if filename.endswith(f"_{tag}.whl"):
+            return name
+    return None
+
+
+def sdk_root(names: list[str]) -> str:
+    """The SDK root inside a wheel: the one `nvidia/<dir>` its files lie under."""
+    roots = {
+        "/".join(n.split("/")[:2])
+        for n in names
+        if n.startswith("nvidia/") and n.count("/") >= 2 and not n.endswith("__init__.py")
+    }
+    if len(roots) != 1:
+        raise ValueError(f"expected one nvidia/<dir> root, found {sorted(roots)}")
+    return roots.pop()
+
+
+class _HttpFile(io.RawIOBase):
+    """A remote file read with HTTP range requests (enough for zipfile's directory)."""
+
+    def __init__(self, url: str, size: int) -> None:
+        self.url, self.size, self.pos = url, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def readinto(self, buf) -> int:  # type: ignore[no-untyped-def]
+        if self.pos >= self.size:
+            return 0
+        end = min(self.size, self.pos + len(buf)) - 1
+        req = urllib.request.Request(self.url, headers={"Range": f"bytes={self.pos}-{end}"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            data = resp.read()
+        buf[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def wheel_names(url: str, size: int) -> list[str]:
+    with zipfile.ZipFile(io.BufferedReader(_HttpFile(url, size), 1 << 16)) as z:
+        return z.namelist()
+
+
+def _pypi(name: str) -> dict:
+    with urllib.request.urlopen(PYPI_JSON.format(name=name), timeout=120) as resp:
+        return json.load(resp)
+
+
+def toolkit_requires(version: str) -> dict[str, str]:
+    """The cuda-toolkit meta-package's pins, from the wheel pip downloads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             f"cuda-toolkit=={version}", "-d", tmp],
+            check=True,
+        )  # fmt: skip
+        (wheel,) = pathlib.Path(tmp).glob("*.whl")
+        with zipfile.ZipFile(wheel) as z:
+            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            return parse_requires(z.read(meta).decode())
+
+
+def component_entry(package: str, version: str, requires: list[str]) -> dict:
+    releases = _pypi(package)["releases"]
+    platforms = {}
+    for f in releases.get(version, []):
+        platform = wheel_platform(f["filename"])
+        if platform is None:
+            continue
+        url = canonical_url(urllib.parse.urljoin(PYPI_JSON.format(name=package), f["url"]))
+        platforms[platform] = {
+            "url": url,
+            "sha256": f["digests"]["sha256"],
+            "size": f["size"],
+            "strip_prefix": sdk_root(wheel_names(url, f["size"])),
+            "type": "zip",
+        }
+    if not platforms:
+        raise ValueError(f"{package} {version}: no Linux wheel on PyPI")
+    return {"package": package, "version": version, "requires": requires, "platforms": platforms}
+
+
+def build_table() -> dict:
+    table: dict[str, dict] = {}
+    for cuda, release in RELEASES.items():
+        pins = toolkit_requires(str(release["toolkit"]))
+        overrides = dict(release["overrides"])  # type: ignore[arg-type]
+        components = {}
+        for name, (package, requires) in COMPONENTS.items():
+            releases = list(_pypi(package)["releases"])
+            version = overrides.get(name) or resolve_version(pins[package], releases)
+            components[name] = component_entry(package, version, requires)
+            print(f"{cuda} {name}: {package}=={version}", file=sys.stderr)
+        for platform, entry in components["nvcc"]["platforms"].items():
+            names = wheel_names(entry["url"], entry["size"])
+            if entry["strip_prefix"] + "/bin/nvcc" not in names:
+                raise ValueError(f"CUDA {cuda} {platform}: the nvcc wheel has no bin/nvcc")
+        table[cuda] = {"toolkit": release["toolkit"], "components": components}
+    return table
+
+
+def render(table: dict) -> str:
+    return (
+        '"""NVIDIA\'s CUDA wheels on PyPI, per CUDA version, component and platform.\n\n'
+        "Generated by scripts/cuda_version_table.py; do not edit.\n"
+        '"""\n\n'
+        f"DEFAULT_COMPONENTS = {json.dumps(DEFAULT_COMPONENTS)}\n\n"
+        f"CUDA_VERSIONS = {json.dumps(table, indent=4, sort_keys=True)}\n"
+    )
+
+
+def parse_table(text: str) -> dict:
+    """The CUDA_VERSIONS dict of a rendered table (it is JSON after the `=`)."""
+    return json.loads(text.split("CUDA_VERSIONS = ", 1)[1])
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="fail when the table is stale")
+    parser.add_argument("--out", type=pathlib.Path, default=TABLE)
+    args = parser.parse_args(argv)
+    text = render(build_table())
+    if args.check:
+        if args.out.read_text() != text:
+            print(f"{args.out} is stale: run scripts/cuda_version_table.py", file=sys.stderr)
+            return 1
+        return 0
+    args.out.write_text(text)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
