@@ -68,6 +68,8 @@ def test_profile_durations_by_progress_message(tmp_path: pathlib.Path) -> None:
             {"cat": "action processing", "ph": "X", "name": "making b", "ts": 9, "dur": 4e6},
             {"cat": "action processing", "ph": "X", "name": "making b", "ts": 5, "dur": 2e6},
             {"cat": "general information", "ph": "X", "name": "making a", "ts": 0, "dur": 7},
+            {"cat": "build phase marker", "ph": "i", "name": "Build artifacts", "ts": 5e5},
+            {"cat": "build phase marker", "ph": "i", "name": "Complete build", "ts": 6e6},
         ]
     }
     prof = tmp_path / "prof.json.gz"
@@ -77,6 +79,7 @@ def test_profile_durations_by_progress_message(tmp_path: pathlib.Path) -> None:
     simulate.attach_profile(actions, simulate.profile_durations(str(prof)))
     assert [a.seconds for a in actions] == [1.0, 2.0, 4.0]
     assert simulate.simulate(actions, 2).wall == 5.0
+    assert simulate.execution_wall(str(prof)) == 5.5
 
 
 def test_aquery_graph_with_estimated_durations(tmp_path: pathlib.Path) -> None:

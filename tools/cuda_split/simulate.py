@@ -174,6 +174,21 @@ def profile_durations(path: str) -> dict[str, list[float]]:
     return {name: [d for _, d in sorted(v)] for name, v in found.items()}
 
 
+def execution_wall(path: str) -> float | None:
+    """Seconds from the "Build artifacts" phase marker of a `--profile` trace to "Complete
+    build": the measured wall of the build's execution phase."""
+    doc = json.loads(_read_text(path))
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    marks = {
+        e["name"]: float(e["ts"])
+        for e in events
+        if isinstance(e, dict) and e.get("cat") == "build phase marker"
+    }
+    if "Build artifacts" in marks and "Complete build" in marks:
+        return (marks["Complete build"] - marks["Build artifacts"]) / 1e6
+    return None
+
+
 def attach_profile(actions: list[Action], durations: dict[str, list[float]]) -> None:
     """Sets each action's seconds from the trace, matching by progress message; actions
     with the same message take the durations in order."""
@@ -337,6 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if estimated:
         label += f" ({estimated} of {len(actions)} action durations estimated)"
     print(format_table(label, projections))
+    measured = execution_wall(args.profile) if args.profile and not args.aquery else None
+    if measured:
+        print(f"measured: {measured:.1f} s (the profile's execution phase)")
+        for pr in projections:
+            print(f"  {pr.workers} workers: projection {pr.wall / measured - 1:+.0%} of it")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(
@@ -345,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "actions": len(actions),
                     "estimated": estimated,
                     "projections": [dataclasses.asdict(pr) for pr in projections],
+                    "measured_execution_s": measured,
                 },
                 f,
                 indent=1,
