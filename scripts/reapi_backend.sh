@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Runs a real REAPI backend on this machine until Ctrl-C: BuildGrid (CAS, ActionCache,
-# Execution, Bots) on 127.0.0.1, its PostgreSQL, and workers whose actions cannot see the
-# host's CUDA installs (so undeclared SDK inputs fail). Prints the Bazel flags to use;
-# see docs/remote.md. Needs root (the workers use mount namespaces).
-#   bash scripts/reapi_backend.sh [--port 50051] [--workers N] [--root DIR] [--no-hide]
+# Runs a real REAPI backend on this machine until Ctrl-C/SIGTERM: BuildGrid (CAS,
+# ActionCache, Execution, Bots) on 127.0.0.1, its PostgreSQL, and workers whose actions
+# cannot see any CUDA install the script finds on the machine (so undeclared SDK inputs
+# fail). A part that dies (a worker killed or stopped) is restarted, with a line in the
+# output, while the rest keeps serving. State (CAS, logs) in --state-dir DIR, kept, or
+# in a temporary directory removed on exit. Prints the Bazel flags to use; see
+# docs/remote.md. Needs root (the workers use mount namespaces).
+#   bash scripts/reapi_backend.sh [--port 50051] [--workers N] [--state-dir DIR]
+#                                 [--hide PATH]... [--no-hide]
+# The work is done by tests/reapi/backend.py (the tests' harness) and tests/reapi/worker.py.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/reapi_setup.sh"

@@ -8,20 +8,24 @@
 - BuildGrid (`bgd server start`, from the virtual environment that `scripts/setup.sh`
   makes with `scripts/reapi_setup.sh`): CAS (on disk, under `root/cas`, so that a test
   can corrupt a blob), ActionCache, Execution and Bots services, instance `main`.
-- Workers (`worker.py`): each in its own mount namespace (`unshare --mount`), where the
-  host's CUDA installs, the project's SDK and any NVIDIA wheels in site-packages are
-  hidden, so an action that reads an SDK file it did not declare fails.
+- Workers (`worker.py`): each in its own mount namespace (`unshare --mount`), where every
+  CUDA install `default_hidden()` finds on the machine is hidden (an empty tmpfs over a
+  directory, an empty file over a file), so an action that reads an SDK file it did not
+  declare fails.
 
 Everything runs in its own process group and is stopped, by PID, by `stop()` (also on
-an exception inside the `with`). `python3 tests/reapi/backend.py` runs it until Ctrl-C
-(`scripts/reapi_backend.sh` is the user-facing wrapper).
+an exception inside the `with`). `supervise()` restarts what died (a worker, BuildGrid,
+PostgreSQL) while the rest keeps serving. `python3 tests/reapi/backend.py` runs it until
+Ctrl-C (`scripts/reapi_backend.sh` is the user-facing wrapper).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import glob
+import json
 import os
 import pathlib
 import shutil
@@ -53,12 +57,95 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def default_hidden() -> list[str]:
-    """What the workers hide: CUDA installs, the project's SDK, NVIDIA wheels, the user's
-    Bazel output bases. Symlinks resolved (a mount over /usr/local/cuda covers its target)."""
-    candidates = glob.glob("/usr/local/cuda*") + [str(REPO / ".sdk")]
-    if sdk := os.environ.get("CUDA_SPLIT_SDK"):
-        candidates.append(sdk)
+# Files that mark a CUDA install (a toolkit, NVIDIA's wheels, a checkout's .sdk/).
+MARKERS = (
+    "nvcc",
+    "ptxas",
+    "cicc",
+    "fatbinary",
+    "nvlink",
+    "cudafe++",
+    "cuda_runtime.h",
+    "libcudadevrt.a",
+    "libcudart.so*",
+    "libcudart_static.a",
+    "libnvvm.so*",
+    "libcublas.so*",
+)
+# Never hidden whole (a marker in one of them is hidden alone): the system's own
+# directories, where the workers' compiler and Python live.
+PROTECTED = (
+    "/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/usr", "/usr/bin", "/usr/sbin",
+    "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/usr/include", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/local/include",
+    "/usr/share", "/opt", "/etc", "/var", "/tmp", "/home", "/root", "/srv", "/mnt", "/media",
+)  # fmt: skip
+# Not searched: pseudo file systems, and the Bazel output bases (hidden whole).
+NOT_SEARCHED = ("/proc", "/sys", "/dev", "/run")
+
+
+def find_cuda_installs(
+    roots: list[str], exclude: list[str], protected: list[str] | None = None
+) -> list[str]:
+    """Every CUDA install under `roots` (not under `exclude`), as what to hide.
+
+    A marker file (`MARKERS`: nvcc, ptxas, cicc, libcudart.so, cuda_runtime.h, ...)
+    below a directory `nvidia` of a `site-packages`/`dist-packages` or of a `pip install
+    --target` directory (one with `nvidia_*.dist-info` beside it: a checkout's `.sdk/`)
+    gives that `nvidia` directory; one in `D/bin`, `D/lib`, `D/lib64`, `D/include` or
+    `D/nvvm/bin` gives the install `D`; any other, or one whose `D` is protected (`/usr`
+    for Debian's toolkit, `/usr/local` for a script in `/usr/local/bin`), the file alone.
+    Regular files only: a symlink into a hidden install is dead anyway.
+    """
+    protect = {os.path.realpath(p) for p in (PROTECTED if protected is None else protected)}
+    names: list[str] = []
+    for m in MARKERS:
+        names += ["-o", "-name", m] if names else ["-name", m]
+    prune: list[str] = []
+    for d in [*NOT_SEARCHED, *exclude]:
+        prune += ["-o", "-path", d] if prune else ["-path", d]
+    cmd = ["find", *roots, "(", *prune, ")", "-prune", "-o", "-type", "f", "(", *names, ")",
+           "-print0"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, check=False).stdout
+    found: list[str] = []
+    for path in sorted(filter(None, out.decode(errors="replace").split("\0"))):
+        what = _install_of(path, protect)
+        if not any(what == h or what.startswith(h.rstrip("/") + "/") for h in found):
+            found = [h for h in found if not h.startswith(what.rstrip("/") + "/")] + [what]
+    return found
+
+
+def _install_of(path: str, protect: set[str]) -> str:
+    parts = path.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] != "nvidia":
+            continue
+        parent = "/".join(parts[:i])
+        if parts[i - 1] in ("site-packages", "dist-packages") or glob.glob(
+            os.path.join(parent, "nvidia_*.dist-info")
+        ):
+            return "/".join(parts[: i + 1])
+    d = os.path.dirname(path)
+    if os.path.basename(d) in ("bin", "lib", "lib64", "include"):
+        root = os.path.dirname(d)
+        if os.path.basename(root) == "nvvm":
+            root = os.path.dirname(root)
+        if root not in protect and len(root.strip("/").split("/")) >= 2:
+            return root
+    return path
+
+
+def default_hidden(exclude: list[str] | None = None) -> list[str]:
+    """What the workers hide: every CUDA install on the machine (`find_cuda_installs`
+    over `/`, besides `/usr/local/cuda*`, `/opt/cuda*`, `$CUDA_PATH`, `$CUDA_HOME`,
+    `$CUDA_SPLIT_SDK`, the project's `.sdk/`, NVIDIA wheels in the usual
+    site-packages) and the user's Bazel output bases (`~/.cache/bazel`). `exclude`:
+    directories not searched (the backend's own state: its workers' inputs are SDK
+    files). Symlinks resolved (a mount over /usr/local/cuda covers its target)."""
+    candidates = glob.glob("/usr/local/cuda*") + glob.glob("/opt/cuda*") + [str(REPO / ".sdk")]
+    for var in ("CUDA_SPLIT_SDK", "CUDA_PATH", "CUDA_HOME"):
+        if sdk := os.environ.get(var):
+            candidates.append(sdk)
     for pattern in (
         "/usr/lib/python3*/site-packages/nvidia",
         "/usr/lib/python3/dist-packages/nvidia",
@@ -67,13 +154,20 @@ def default_hidden() -> list[str]:
         os.path.expanduser("~/.local/lib/python3*/site-packages/nvidia"),
     ):
         candidates += glob.glob(pattern)
-    candidates.append(os.path.expanduser("~/.cache/bazel"))
+    bazel_cache = os.path.expanduser("~/.cache/bazel")
+    candidates.append(bazel_cache)
+    skip = [os.path.realpath(e) for e in exclude or []] + [os.path.realpath(bazel_cache)]
+    candidates += find_cuda_installs(["/"], skip)
     hidden: list[str] = []
     for c in candidates:
         real = os.path.realpath(c)
-        if os.path.isdir(real) and real not in hidden:
-            hidden.append(real)
-    return hidden
+        if not os.path.exists(real) or real in hidden:
+            continue
+        if any(real == e or real.startswith(e + "/") for e in skip[:-1]):
+            continue
+        hidden.append(real)
+    # A path inside a hidden directory needs no mount of its own.
+    return [h for h in hidden if not any(h.startswith(o + "/") for o in hidden if o != h)]
 
 
 @dataclass
@@ -135,7 +229,9 @@ class Backend:
         self.workers: list[Proc] = []
         self.pg_dir: pathlib.Path | None = None
         self.pg_port = 0
+        self._pg_opts = ""
         self._worker_count = 0
+        self._restarts: dict[str, list[float]] = {}
 
     # -- what clients need ------------------------------------------------------------
     @property
@@ -185,7 +281,10 @@ class Backend:
             self._run([str(bgd), "migrate", "apply", db], "bgd-migrate")
             config = self.root / "buildgrid.yml"
             config.write_text(self._config(db))
-            self.server = self._spawn([str(bgd), "server", "start", str(config)], "bgd-server")
+            self.server = self._spawn(
+                ["setpriv", "--pdeathsig", "TERM", "--", str(bgd), "server", "start", str(config)],
+                "bgd-server",
+            )
             self._wait_for_port(self.port, self.server)
             for _ in range(self.n_workers):
                 self.start_worker()
@@ -213,6 +312,11 @@ class Backend:
         work = self.root / "workers" / name
         work.mkdir(parents=True, exist_ok=True)
         cmd = [
+            # Gone with the process that started it, even one killed without notice.
+            "setpriv",
+            "--pdeathsig",
+            "TERM",
+            "--",
             "unshare",
             "--mount",
             "--propagation",
@@ -231,8 +335,50 @@ class Backend:
             *(f"--hide={h}" for h in self.hidden),
         ]
         proc = self._spawn(cmd, name)
+        (work / "pid").write_text(f"{proc.pid}\n")
         self.workers.append(proc)
         return proc
+
+    def supervise(self) -> list[str]:
+        """Restarts what died: each dead worker (a new one, with a new name, in its
+        place), BuildGrid, PostgreSQL; the rest keeps serving. Returns a line per
+        restart. Raises BackendError when a part dies again and again (10 restarts
+        within a minute: a start that cannot work)."""
+        events: list[str] = []
+        if self.pg_dir is not None and not self._postgres_alive():
+            self._note_restart("postgresql")
+            self._pg_ctl_start()
+            events.append(f"PostgreSQL (port {self.pg_port}) had stopped; restarted it")
+        if self.server is not None and not self.server.alive():
+            old = self.server
+            self._note_restart(old.name)
+            self.server = self._spawn(old.popen.args, old.name)  # type: ignore[arg-type]
+            self._wait_for_port(self.port, self.server)
+            events.append(
+                f"{old.name} (pid {old.pid}) exited ({_how(old.popen.returncode)}); "
+                f"restarted it (pid {self.server.pid})"
+            )
+        for w in list(self.workers):
+            if w.alive():
+                continue
+            self._note_restart("worker")
+            w.stop(grace=0)  # what is left of its process group
+            self.workers.remove(w)
+            # Its action directories (its log stays, beside the others).
+            shutil.rmtree(self.root / "workers" / w.name, ignore_errors=True)
+            new = self.start_worker()
+            events.append(
+                f"{w.name} (pid {w.pid}) exited ({_how(w.popen.returncode)}); "
+                f"started {new.name} (pid {new.pid}) in its place"
+            )
+        return events
+
+    def _note_restart(self, what: str) -> None:
+        now = time.monotonic()
+        recent = [t for t in self._restarts.get(what, []) if now - t < 60] + [now]
+        self._restarts[what] = recent
+        if len(recent) > 10:
+            raise BackendError(f"{what} died {len(recent)} times within a minute; giving up")
 
     def busy_workers(self) -> list[Proc]:
         """The workers running an action now (each writes `busy` while it does)."""
@@ -315,16 +461,32 @@ instances:
             f"-p {self.pg_port} -c listen_addresses=127.0.0.1 -k {self.pg_dir} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
-        self._run(
-            ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
-             "-l", str(self.pg_dir / "pg.log"), "-o", opts, "-w", "start"],
-            "pg-start",
-        )  # fmt: skip
+        self._pg_opts = opts
+        self._pg_ctl_start()
         self._run(
             ["runuser", "-u", "postgres", "--", str(PG_BIN / "createdb"), "-h", "127.0.0.1",
              "-p", str(self.pg_port), "bgd"],
             "pg-createdb",
         )  # fmt: skip
+
+    def _pg_ctl_start(self) -> None:
+        assert self.pg_dir is not None
+        self._run(
+            ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
+             str(self.pg_dir / "data"), "-l", str(self.pg_dir / "pg.log"), "-o", self._pg_opts,
+             "-w", "start"],
+            "pg-start",
+        )  # fmt: skip
+
+    def _postgres_alive(self) -> bool:
+        """The postmaster of `postmaster.pid` runs (pg_ctl started it as a daemon)."""
+        assert self.pg_dir is not None
+        try:
+            pid = int((self.pg_dir / "data" / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, 0)
+        except (OSError, ValueError, IndexError):
+            return False
+        return True
 
     def _stop_postgres(self) -> None:
         if self.pg_dir is None:
@@ -377,6 +539,12 @@ instances:
         )
 
 
+def _how(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        return f"signal {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
+
+
 @contextlib.contextmanager
 def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterator[Backend]:
     """A backend in a fresh directory outside `also_hide` (directories the workers hide
@@ -386,7 +554,8 @@ def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterat
 
     root = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        be = Backend(root, workers=workers, hide=default_hidden() + also_hide).start()
+        hide = default_hidden(exclude=[str(root)]) + also_hide
+        be = Backend(root, workers=workers, hide=hide).start()
     except BackendError as e:
         shutil.rmtree(root, ignore_errors=True)
         pytest.fail(str(e))
@@ -397,41 +566,134 @@ def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterat
         shutil.rmtree(root, ignore_errors=True)
 
 
+STATE_PREFIX = "cuda-split-reapi-"
+# In a temporary state directory: who owns it, so that a later start can remove it
+# when that process is gone (killed without a chance to clean up).
+OWNER_FILE = "owner.json"
+
+
+def say(msg: str, err: bool = False) -> None:
+    stamp = datetime.datetime.now().strftime("%H:%M:%S")
+    print(f"{stamp} reapi_backend: {msg}", file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def sweep_stale_state(tmp: str | None = None) -> list[str]:
+    """Removes the temporary state directories (and their PostgreSQL directories) of
+    backends that died without cleaning up; returns what it removed."""
+    removed = []
+    for d in glob.glob(os.path.join(tmp or tempfile.gettempdir(), STATE_PREFIX + "*")):
+        try:
+            owner = json.loads(pathlib.Path(d, OWNER_FILE).read_text())
+            pid = int(owner["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a temporary state directory of this script (the tests' own)
+        try:
+            os.kill(pid, 0)
+            continue  # its backend still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        pg = owner.get("pg_dir")
+        if pg and os.path.isfile(os.path.join(pg, "data", "postmaster.pid")):
+            subprocess.run(
+                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
+                 os.path.join(pg, "data"), "-m", "immediate", "-w", "stop"],
+                capture_output=True, check=False,
+            )  # fmt: skip
+        if pg:
+            shutil.rmtree(pg, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Run a BuildGrid REAPI backend until Ctrl-C.")
-    p.add_argument("--root", default="", help="state directory (default: a new temporary one)")
+    p = argparse.ArgumentParser(
+        description="Run a BuildGrid REAPI backend (PostgreSQL, BuildGrid, workers that "
+        "cannot see the machine's CUDA installs) until Ctrl-C or SIGTERM; restart any "
+        "part that dies."
+    )
+    p.add_argument(
+        "--state-dir",
+        "--root",
+        dest="state_dir",
+        default="",
+        help="keep the CAS, logs and worker caches in DIR, and leave it there on exit "
+        "(default: a new temporary directory, removed on exit)",
+    )
     p.add_argument("--port", type=int, default=50051)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
+    p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also hide PATH from actions (besides the CUDA installs found)",
+    )
     p.add_argument(
         "--no-hide", action="store_true", help="let actions see the host's CUDA installs"
     )
     args = p.parse_args(argv)
-    root = pathlib.Path(args.root or tempfile.mkdtemp(prefix="cuda-split-reapi-"))
-    backend = Backend(root, workers=args.workers, port=args.port, hide=[] if args.no_hide else None)
+    if args.workers < 1:
+        p.error("--workers must be at least 1")
+
+    for d in sweep_stale_state():
+        say(f"removed {d}, left by a backend that was killed")
+    temporary = not args.state_dir
+    root = pathlib.Path(args.state_dir or tempfile.mkdtemp(prefix=STATE_PREFIX)).absolute()
+    root.mkdir(parents=True, exist_ok=True)
     stop = False
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stop
         stop = True
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    with backend:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    backend: Backend | None = None
+    try:
+        say("looking for CUDA installs to hide from the workers")
+        hidden = [] if args.no_hide else default_hidden(exclude=[str(root)])
+        hidden += [os.path.realpath(h) for h in args.hide]
+        backend = Backend(root, workers=args.workers, port=args.port, hide=hidden)
+        backend.start()
+        if temporary:
+            owner = {"pid": os.getpid(), "pg_dir": str(backend.pg_dir)}
+            (root / OWNER_FILE).write_text(json.dumps(owner) + "\n")
         print(f"BuildGrid on {backend.endpoint}, instance {INSTANCE!r}, {args.workers} workers")
-        print(f"state and logs: {root}")
+        print(
+            f"state and logs: {root} "
+            + ("(temporary: removed on exit)" if temporary else "(kept on exit)")
+        )
         print("hidden from actions: " + (", ".join(backend.hidden) or "nothing"))
+        for w in backend.workers:
+            print(f"{w.name}: pid {w.pid}, log {w.log}")
         print(
             "remote execution:  bazel build " + " ".join(backend.remote_execution_flags()) + " ..."
         )
         print("remote cache only: bazel build " + " ".join(backend.remote_cache_flags()) + " ...")
+        print(
+            "with rules_cuda_split's .bazelrc (falls back to local builds, quietly, when "
+            "the backend is down): bazel build --config=remote "
+            f"--remote_executor={backend.endpoint} --remote_instance_name={INSTANCE} ..."
+        )
         print("Ctrl-C stops everything.", flush=True)
         while not stop:
-            dead = [w for w in [backend.server, *backend.workers] if w and not w.alive()]
-            if dead:
-                print(f"{dead[0].name} exited:\n{dead[0].tail()}", file=sys.stderr)
-                return 1
+            for event in backend.supervise():
+                say(event)
             time.sleep(0.5)
-    print("stopped")
+        say("stopping")
+    except BackendError as e:
+        say(str(e), err=True)
+        return 1
+    finally:
+        # Stop what runs, even on an error; signals are already ours.
+        if backend is not None:
+            backend.stop()
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
+    say("stopped" + (f"; removed {root}" if temporary else f"; state kept in {root}"))
     return 0
 
 

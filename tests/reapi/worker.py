@@ -12,9 +12,10 @@ protobuf modules and grpcio), started by `backend.py` under `unshare --mount` so
 4. outputs, stdout and stderr uploaded; the ActionResult returned in the lease (BuildGrid
    writes the action cache entry and the ExecuteResponse).
 
-`--hide DIR` mounts an empty read-only tmpfs over DIR (only inside a private mount
-namespace; the worker refuses otherwise): with the host's CUDA installs and the project's
-SDK hidden, an action that reads an SDK file it did not declare fails.
+`--hide PATH` mounts an empty read-only tmpfs over a directory, an empty file of mode 000
+over a file (only inside a private mount namespace; the worker refuses otherwise): with
+the machine's CUDA installs hidden, an action that reads an SDK file it did not declare
+fails.
 
 SIGTERM: the running action is killed and its lease returned as UNAVAILABLE (BuildGrid
 retries it elsewhere), the session is closed with BOT_TERMINATING, and the worker exits.
@@ -377,6 +378,9 @@ class Worker:
                 return 0
             try:
                 session = self._update(session, timeout=HEARTBEAT_S if job else LONG_POLL_S)
+            except grpc.FutureCancelledError:
+                # SIGTERM cut an idle worker's long poll short: terminate (above).
+                continue
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                     continue
@@ -627,19 +631,26 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def hide(paths: list[str]) -> None:
-    """An empty read-only tmpfs over each directory, in this process's own mount namespace."""
+def hide(paths: list[str], work_dir: str) -> None:
+    """Hides each path, in this process's own mount namespace: an empty read-only tmpfs
+    over a directory, an empty file that nobody may read or run over a file."""
     if not paths:
         return
     if os.readlink("/proc/self/ns/mnt") == os.readlink(f"/proc/{os.getppid()}/ns/mnt"):
         sys.exit("worker: --hide needs a private mount namespace (run under `unshare --mount`)")
+    empty = os.path.join(work_dir, "hidden-file")
     for path in paths:
-        if not os.path.isdir(path):
+        if os.path.isdir(path):
+            cmd = ["mount", "-t", "tmpfs", "-o", "ro,size=16k,mode=0755", "cuda-split-hidden", path]
+        elif os.path.isfile(path):
+            if not os.path.exists(empty):
+                with open(empty, "wb"):
+                    pass
+                os.chmod(empty, 0)
+            cmd = ["mount", "--bind", empty, path]
+        else:
             continue
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "ro,size=16k,mode=0755", "cuda-split-hidden", path],
-            check=True,
-        )
+        subprocess.run(cmd, check=True)
         log(f"hid {path}")
 
 
@@ -657,7 +668,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--property", action="append", default=[], help="KEY=VALUE of the worker's device"
     )
-    p.add_argument("--hide", action="append", default=[], help="a directory actions must not see")
+    p.add_argument(
+        "--hide", action="append", default=[], help="a directory or file actions must not see"
+    )
     p.add_argument("--keep-dirs", action="store_true", help="keep action dirs (debugging)")
     return p.parse_args(argv)
 
@@ -672,8 +685,8 @@ def main(argv: list[str] | None = None) -> int:
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     args = parse_args(sys.argv[1:] if argv is None else argv)
     WORKER_NAME = args.bot_id
-    hide(args.hide)
     os.makedirs(args.work_dir, exist_ok=True)
+    hide(args.hide, args.work_dir)
     worker = Worker(args)
 
     def on_term(signum: int, _frame: object) -> None:

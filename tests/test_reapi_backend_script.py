@@ -1,0 +1,351 @@
+"""`scripts/reapi_backend.sh`, the backend users run (not only the tests' harness).
+
+- what the workers hide: every CUDA install the script finds (a fake checkout's `.sdk/`,
+  a fake virtual environment's NVIDIA wheels, a stray `nvcc` file), checked on a tree
+  and, through a remote action, on the running backend;
+- faults, on one small target (saxpy, split, one arch): a worker SIGKILLed while it runs
+  an action is restarted and logged, and the build succeeds with outputs equal to a local
+  sandboxed build's; an idle worker stopped with SIGTERM is restarted; the backend
+  stopped mid-build under `--config=remote` (.bazelrc): the build completes locally
+  without a `DEBUG: Upload to remote cache failed` line;
+- state: a temporary state directory (and PostgreSQL's) removed on exit, one left by a
+  killed script removed by the next start, `--state-dir` kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bazel_util import REPO, bazel, checkout_copy
+from reapi.backend import find_cuda_installs, free_port
+
+SCRIPT = REPO / "scripts" / "reapi_backend.sh"
+TARGET = "//examples/saxpy:saxpy"
+READY = "Ctrl-C stops everything."
+
+
+class Script:
+    """`bash scripts/reapi_backend.sh ARGS`, its output in a file."""
+
+    def __init__(self, log: pathlib.Path, *args: str) -> None:
+        self.log = log
+        self.port = free_port()
+        with open(log, "ab") as out:
+            self.popen = subprocess.Popen(
+                ["bash", str(SCRIPT), "--port", str(self.port), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, pattern: str, timeout: float = 240) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if m := re.search(pattern, self.text(), re.M):
+                return m
+            if self.popen.poll() is not None:
+                break
+            time.sleep(0.2)
+        pytest.fail(f"no {pattern!r} from {SCRIPT.name}:\n{self.text()[-4000:]}")
+
+    def ready(self) -> pathlib.Path:
+        """Waits until the backend serves; returns its state directory."""
+        self.wait_for(re.escape(READY))
+        return pathlib.Path(self.wait_for(r"^state and logs: (\S+)").group(1))
+
+    def flags(self) -> list[str]:
+        return [
+            f"--remote_executor=grpc://127.0.0.1:{self.port}",
+            "--remote_instance_name=main",
+        ]
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+        try:
+            return self.popen.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            return self.popen.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie of ours counts as gone.
+    with contextlib.suppress(OSError):
+        if pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+def _workers(state: pathlib.Path) -> dict[str, tuple[int, bool]]:
+    """name -> (pid, busy) of the workers the backend runs now."""
+    found = {}
+    for d in (state / "workers").glob("worker-*"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((d / "pid").read_text())
+            if _alive(pid):
+                found[d.name] = (pid, (d / "busy").exists())
+    return found
+
+
+def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
+    found = {}
+    for path in sorted((bin_dir / "examples" / "saxpy").rglob("*")):
+        if path.is_file() and not path.is_symlink() and ".runfiles" not in str(path):
+            if path.suffix in (".o", ".a", ".ptx", ".cubin", ".ii", ".c", ".cpp", ".module_id"):
+                found[path.relative_to(bin_dir).as_posix()] = path.read_bytes()
+    return found
+
+
+def _bin_dir(work: pathlib.Path, base: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(bazel("info", "bazel-bin", cwd=work, output_base=base).stdout.strip())
+
+
+def _summary(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if re.match(r"INFO: \d+ processes", ln)]
+    return lines[-1] if lines else ""
+
+
+def _start_build(
+    work: pathlib.Path, base: pathlib.Path, log: pathlib.Path, *flags: str
+) -> subprocess.Popen[bytes]:
+    cmd = [shutil.which("bazel") or "bazel", f"--output_base={base}", "build", "--jobs=2",
+           *flags, TARGET]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEST_")}
+    with open(log, "wb") as out:
+        return subprocess.Popen(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def _when_busy(build: subprocess.Popen[bytes], state: pathlib.Path) -> tuple[str, int] | None:
+    """Waits for a worker to run an action; (name, pid), or None if the build ended."""
+    deadline = time.monotonic() + 600
+    while build.poll() is None and time.monotonic() < deadline:
+        busy = [(n, pid) for n, (pid, b) in _workers(state).items() if b]
+        if busy:
+            return busy[0]
+        time.sleep(0.05)
+    return None
+
+
+@pytest.fixture
+def fake_installs() -> Iterator[dict[str, pathlib.Path]]:
+    """CUDA installs the script must find by itself: another checkout's `.sdk/` (pip
+    --target), NVIDIA wheels in a virtual environment, a stray `nvcc` script. In /tmp,
+    outside pytest's directory (which the backend is told to hide)."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-fake-cuda-"))
+    sdk = root / "other-checkout" / ".sdk"
+    venv_nvidia = root / "venv" / "lib" / "python3.12" / "site-packages" / "nvidia"
+    files = {
+        "sdk_nvcc": sdk / "nvidia" / "cu13" / "bin" / "nvcc",
+        "wheel_cudart": venv_nvidia / "cuda_runtime" / "lib" / "libcudart.so.12",
+        "stray_nvcc": root / "wrappers" / "nvcc",
+    }
+    for f in files.values():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("#!/bin/sh\n")
+        f.chmod(0o755)
+    (sdk / "nvidia_cuda_nvcc-13.0.88.dist-info").mkdir()
+    yield {"root": root, "sdk": sdk / "nvidia", "venv": venv_nvidia, **files}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_find_cuda_installs(tmp_path: pathlib.Path) -> None:
+    def touch(rel: str) -> pathlib.Path:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+        return path
+
+    touch("co/.sdk/nvidia/cu13/bin/nvcc")
+    touch("co/.sdk/nvidia/cu13/include/cuda_runtime.h")
+    (tmp_path / "co/.sdk/nvidia_cuda_nvcc-13.0.88.dist-info").mkdir()
+    touch("venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")
+    touch("opt/cuda-12.4/bin/ptxas")
+    touch("opt/cuda-12.4/nvvm/bin/cicc")
+    touch("opt/cuda-12.4/targets/x86_64-linux/include/cuda_runtime.h")
+    touch("usr/bin/nvcc")  # Debian's toolkit: /usr is not hidden, the file is
+    touch("wrap/nvcc")
+    touch("state/workers/worker-1/actions/1/root/external/local_cuda/bin/nvcc")
+    touch("usr/lib/libc.so")
+    (tmp_path / "links/bin").mkdir(parents=True)
+    (tmp_path / "links/bin/nvcc").symlink_to(tmp_path / "opt/cuda-12.4/bin/ptxas")
+    found = find_cuda_installs(
+        [str(tmp_path)],
+        exclude=[str(tmp_path / "state")],
+        protected=[str(tmp_path / "usr"), str(tmp_path)],
+    )
+    assert sorted(found) == sorted(
+        str(tmp_path / p)
+        for p in [
+            "co/.sdk/nvidia",
+            "venv/lib/python3.12/site-packages/nvidia",
+            "opt/cuda-12.4",
+            "usr/bin/nvcc",
+            "wrap/nvcc",
+        ]
+    )
+
+
+@pytest.mark.bazel
+def test_worker_killed_mid_build_and_backend_down(
+    tmp_path_factory: pytest.TempPathFactory, fake_installs: dict[str, pathlib.Path]
+) -> None:
+    base = tmp_path_factory.mktemp("script")
+    work = checkout_copy(base / "checkout")
+    script = Script(
+        base / "backend.log",
+        "--workers=2",
+        # The test's checkout and output bases, as tests/test_reapi.py hides them.
+        f"--hide={tmp_path_factory.getbasetemp()}",
+    )
+    try:
+        state = script.ready()
+        owner = json.loads((state / "owner.json").read_text())
+        assert state.is_dir() and pathlib.Path(owner["pg_dir"]).is_dir()
+        hidden = script.wait_for(r"^hidden from actions: (.*)$").group(1).split(", ")
+        for name in ("sdk", "venv", "stray_nvcc"):
+            assert str(fake_installs[name]) in hidden, (name, hidden)
+
+        # A local sandboxed build: the reference.
+        local_base = base / "output-base-local"
+        bazel("build", "--//cuda:archs=sm_90", TARGET, cwd=work, output_base=local_base)
+        local = _outputs(_bin_dir(work, local_base))
+        assert any(k.endswith(".cubin") for k in local) and any(k.endswith(".o") for k in local)
+
+        # Remote, a worker SIGKILLed while it runs an action (no fallback: every action
+        # must run on the workers).
+        remote_base = base / "output-base-remote"
+        log = base / "remote.log"
+        build = _start_build(
+            work, remote_base, log, "--//cuda:archs=sm_90", *script.flags(),
+            "--remote_default_exec_properties=OSFamily=linux",
+        )  # fmt: skip
+        victim = _when_busy(build, state)
+        assert victim is not None, "no worker was seen running an action"
+        os.kill(victim[1], signal.SIGKILL)
+        rc = build.wait(timeout=900)
+        text = log.read_text()
+        assert rc == 0, text[-4000:] + script.text()[-3000:]
+        summary = _summary(text)
+        assert re.search(r"\d+ remote\b", summary) and not re.search(r"local|sandbox", summary), (
+            summary
+        )
+        name, pid = victim
+        script.wait_for(
+            rf"{name} \(pid {pid}\) exited \(signal SIGKILL\); started worker-\d+ \(pid \d+\)"
+        )
+        remote = _outputs(_bin_dir(work, remote_base))
+        assert sorted(remote) == sorted(local)
+        differ = [k for k in local if local[k] != remote[k]]
+        assert not differ, f"remote outputs differ from the local build: {differ}"
+
+        # An idle worker stopped with SIGTERM: restarted too.
+        idle = next((n, pid) for n, (pid, busy) in sorted(_workers(state).items()) if not busy)
+        os.kill(idle[1], signal.SIGTERM)
+        script.wait_for(
+            rf"{idle[0]} \(pid {idle[1]}\) exited \(exit status 0\); started worker-\d+", 60
+        )
+        assert len(_workers(state)) == 2, script.text()[-2000:]
+
+        # What the script found is hidden from actions on its workers: the directories
+        # are empty, the stray file cannot be run.
+        listed = " ".join(str(fake_installs[n]) for n in ("sdk_nvcc", "wheel_cudart"))
+        (work / "probe").mkdir()
+        (work / "probe" / "BUILD.bazel").write_text(
+            f'genrule(name = "ls", outs = ["ls.txt"], cmd = "ls -l {listed} > $@")\n'
+            f'genrule(name = "run", outs = ["run.txt"], '
+            f'cmd = "{fake_installs["stray_nvcc"]} > $@")\n'
+        )
+        for probe_target in ("//probe:ls", "//probe:run"):
+            local_probe = bazel(
+                "build", probe_target, cwd=work, output_base=local_base, check=False
+            )  # fmt: skip
+            assert local_probe.returncode == 0, local_probe.stderr[-3000:]
+        probe = bazel(
+            "build", "--keep_going", *script.flags(),
+            "--remote_default_exec_properties=OSFamily=linux", "//probe:ls", "//probe:run",
+            cwd=work, output_base=remote_base, check=False,
+        )  # fmt: skip
+        assert probe.returncode != 0, "an action saw a CUDA install the script should hide"
+        for n in ("sdk_nvcc", "wheel_cudart"):
+            assert f"cannot access '{fake_installs[n]}'" in probe.stderr, probe.stderr[-3000:]
+        assert f"{fake_installs['stray_nvcc']}: Permission denied" in probe.stderr, probe.stderr[
+            -3000:
+        ]
+
+        # The backend stopped mid-build, with the .bazelrc's --config=remote: the build
+        # completes here, and says so without a DEBUG line per action.
+        log = base / "down.log"
+        build = _start_build(
+            work, remote_base, log, "--//cuda:archs=sm_86", "--config=remote", *script.flags()
+        )
+        assert _when_busy(build, state) is not None, log.read_text()[-3000:]
+        assert script.stop() == 0, script.text()[-3000:]
+        rc = build.wait(timeout=900)
+        text = log.read_text()
+        assert rc == 0, text[-4000:]
+        assert re.search(r"\d+ (local|linux-sandbox)\b", _summary(text)), text[-3000:]
+        debug = [ln for ln in text.splitlines() if ln.startswith("DEBUG:")]
+        print(f"backend stopped mid-build: {len(debug)} DEBUG lines; {_summary(text)}")
+        assert not debug, debug[:5]
+        assert "Upload to remote cache failed" not in text
+
+        # A temporary state directory and PostgreSQL's are gone with the script.
+        assert re.search(rf"stopped; removed {re.escape(str(state))}$", script.text(), re.M)
+        assert not state.exists() and not pathlib.Path(owner["pg_dir"]).exists()
+    finally:
+        script.stop()
+        for ob in ("output-base-local", "output-base-remote"):
+            if (base / ob).exists():
+                bazel("shutdown", cwd=work, output_base=base / ob, check=False)
+
+
+@pytest.mark.bazel
+def test_state_dir_kept_and_stale_state_swept(tmp_path: pathlib.Path) -> None:
+    # A script killed without notice: its workers go with it; its temporary state
+    # stays until the next start removes it.
+    killed = Script(tmp_path / "killed.log", "--workers=1", "--no-hide")
+    kept = None
+    try:
+        stale = killed.ready()
+        (pid, _busy), = _workers(stale).values()  # fmt: skip
+        assert killed.stop(signal.SIGKILL) == -signal.SIGKILL
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid), "a worker outlived the script"
+        assert stale.is_dir()
+
+        state = tmp_path / "kept-state"
+        kept = Script(tmp_path / "kept.log", "--workers=1", "--no-hide", f"--state-dir={state}")
+        assert kept.ready() == state
+        assert f"removed {stale}, left by a backend that was killed" in kept.text()
+        assert not stale.exists()
+        assert "(kept on exit)" in kept.text()
+        assert kept.stop(signal.SIGINT) == 0, kept.text()[-3000:]
+        assert f"state kept in {state}" in kept.text()
+        assert (state / "cas").is_dir() and (state / "bgd-server.log").is_file()
+    finally:
+        killed.stop(signal.SIGKILL)
+        if kept is not None:
+            kept.stop()
