@@ -1,11 +1,14 @@
 """Relocatable device code: per-arch relocatable cubins and LTO-IR equal nvcc's
-`-rdc=true --keep` files; the per-arch device link equals `nvcc -dlink`; and a binary that
-links rdc code without a device link fails naming what is missing."""
+`-rdc=true --keep` files; the per-arch device link equals `nvcc -dlink`, with the device
+runtime's module registered where a program launches kernels from the device; nvlink
+without libcudadevrt fails; and a binary that links rdc code without a device link fails
+naming what is missing."""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -35,6 +38,30 @@ def _step(sdk: pathlib.Path, *args: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.fixture(scope="module")
+def linkable_sdk(sdk: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The SDK as nvcc's -dlink plan reads it: `<sdk>/lib64/libcudadevrt.a` and
+    `<sdk>/nvvm/lib64/libnvvm.so`. NVIDIA's wheels have both in lib/: a directory of
+    symlinks adds them, as the SDK repository does (`_normalize_layout`)."""
+    if (sdk / "lib64" / "libcudadevrt.a").is_file():
+        return sdk
+    root = tmp_path_factory.mktemp("linkable-sdk")
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for tool in (sdk / "bin").iterdir():
+        (bin_dir / tool.name).symlink_to(tool)
+    for entry in ("include", "lib"):
+        (root / entry).symlink_to(sdk / entry)
+    (root / "lib64").mkdir()
+    (root / "lib64" / "libcudadevrt.a").symlink_to(sdk / "lib" / "libcudadevrt.a")
+    (root / "nvvm" / "lib64").mkdir(parents=True)
+    for entry in (sdk / "nvvm").iterdir():
+        (root / "nvvm" / entry.name).symlink_to(entry)
+    libnvvm = sorted((sdk / "lib").glob("libnvvm.so*"))
+    (root / "nvvm" / "lib64" / "libnvvm.so").symlink_to(libnvvm[0])
+    return root
+
+
 def _gencodes(spec: list[tuple[str, str]]) -> list[str]:
     return [f"-gencode=arch={v},code={c}" for v, c in spec]
 
@@ -61,7 +88,8 @@ def test_relocatable_cubins_equal_nvcc(compiled: dict) -> None:
             assert paths[role].read_bytes() == kept[role].read_bytes(), (stem, role)
 
 
-def test_per_arch_device_link_equals_nvcc_dlink(sdk: pathlib.Path, compiled: dict) -> None:
+def test_per_arch_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, compiled: dict) -> None:
+    sdk = linkable_sdk
     tmp, split = compiled["tmp"], compiled["split"]
 
     def per_source(flag: str, role: str) -> list[str]:
@@ -128,14 +156,90 @@ def _elf_sections(path: pathlib.Path) -> dict[str, bytes]:
 
 
 def test_lto_ir_equals_nvcc(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """cicc -lto writes its working directory into the LTO-IR, from $PWD: with the
+    working directory kept (--keep-cwd-in-debug-paths) the split's is nvcc's; by default
+    the step's cicc has $PWD=/proc/self/cwd, and the LTO-IR is the same from any
+    directory."""
     src = SOURCES[0]
-    paths = split_compile(
-        sdk, src, "lto_90", ["-rdc=true"], tmp_path / "split", orig_src_path_name=str(REPO / src)
-    ).paths
     kept = nvcc_compile(sdk, src, "lto_90", ["-rdc=true"], tmp_path / "keep").paths
     # nvcc's cicc -lto writes kernel.ltoir, which the harness files under its cicc output.
     assert kept["ptx:compute_90"].name.endswith(".ltoir")
-    assert paths["ltoir:compute_90"].read_bytes() == kept["ptx:compute_90"].read_bytes()
+    nvcc_ltoir = kept["ptx:compute_90"].read_bytes()
+    ltoir = {}
+    elsewhere = tmp_path / "elsewhere" / "checkout"
+    (elsewhere / "tests" / "rdc").mkdir(parents=True)
+    shutil.copy(REPO / src, elsewhere / src)
+    for name, cwd, keep_cwd in [("kept", REPO, True), ("repo", REPO, False),
+                                ("elsewhere", elsewhere, False)]:  # fmt: skip
+        paths = split_compile(
+            sdk, src, "lto_90", ["-rdc=true"], tmp_path / name, cwd=cwd,
+            orig_src_path_name=str(REPO / src), keep_cwd_in_debug_paths=keep_cwd,
+        ).paths  # fmt: skip
+        ltoir[name] = paths["ltoir:compute_90"].read_bytes()
+    assert ltoir["kept"] == nvcc_ltoir
+    assert ltoir["repo"] == ltoir["elsewhere"] != nvcc_ltoir
+
+
+DP_SOURCE = "examples/dynamic_parallelism/main.cu"
+
+
+def test_device_runtime_registration_equals_nvcc_dlink(
+    linkable_sdk: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """A program that launches kernels from the device links libcudadevrt's
+    cuda_device_runtime module: nvcc -dlink's registration file lists it after the
+    program's modules (NUM_PRELINKED_OBJECTS 2); the nvlink step lists it in its
+    `prelinked` file and the register step writes nvcc's file."""
+    sdk = linkable_sdk
+    flags = ["-rdc=true", "-I."]
+    split = split_compile(
+        sdk, DP_SOURCE, "sm_80", flags, tmp_path / "split",
+        orig_src_path_name=str(REPO / DP_SOURCE),
+    ).paths  # fmt: skip
+    nvcc = nvcc_compile(sdk, DP_SOURCE, "sm_80", flags, tmp_path / "keep")
+    assert split["module_id"].read_bytes() == nvcc.paths["module_id"].read_bytes()
+    out = tmp_path / "link"
+    out.mkdir()
+    _step(sdk, "--kind", "nvlink", "--arch", "sm_80", "--link-input", str(split["cubin:sm_80"]),
+          f"--file=linked:sm_80={out / 'sm_80.cubin'}",
+          f"--file=prelinked:sm_80={out / 'sm_80.prelinked'}",
+          "--nvcc-flag=-gencode=arch=compute_80,code=sm_80")  # fmt: skip
+    modules = (out / "sm_80.prelinked").read_text().split()
+    assert len(modules) == 1 and "_cuda_device_runtime_cu_" in modules[0], modules
+    _step(sdk, "--kind", "register", "--module-id-file", str(split["module_id"]),
+          "--prelinked-file", str(out / "sm_80.prelinked"),
+          f"--file=reg.c={out / 'dlink.reg.c'}")  # fmt: skip
+    nvcc_dir = tmp_path / "nvcc-dlink"
+    nvcc_dir.mkdir()
+    _nvcc(sdk, "--keep", "--keep-dir", str(nvcc_dir), "-dlink", str(nvcc.obj),
+          "-o", str(nvcc_dir / "dlink.o"), "-gencode=arch=compute_80,code=sm_80")  # fmt: skip
+    theirs = (nvcc_dir / "dlink.reg.c").read_text()
+    assert "#define NUM_PRELINKED_OBJECTS 2\n" in theirs, theirs
+    assert (out / "dlink.reg.c").read_text() == theirs
+    assert (out / "sm_80.cubin").read_bytes() == (nvcc_dir / "dlink.cubin").read_bytes()
+
+
+def test_nvlink_without_device_runtime_fails_naming_it(
+    sdk: pathlib.Path, linkable_sdk: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """Where `-L<sdk>/lib64` holds no libcudadevrt.a (NVIDIA's wheels as installed),
+    nvlink would link without the device runtime, silently: the step refuses."""
+    if (sdk / "lib64" / "libcudadevrt.a").is_file():
+        pytest.skip("this SDK has lib64/libcudadevrt.a (classic layout)")
+    cubin = split_compile(
+        linkable_sdk, SOURCES[1], "sm_80", ["-rdc=true"], tmp_path / "split"
+    ).paths["cubin:sm_80"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuda_split.step", "--nvcc", str(sdk / "bin" / "nvcc"),
+         "--host-compiler", HOST_COMPILER, "--kind", "nvlink", "--arch", "sm_80",
+         "--link-input", str(cubin), f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
+         "--nvcc-flag=-gencode=arch=compute_80,code=sm_80"],
+        cwd=REPO, env=dict(os.environ, PYTHONPATH=str(TOOLS)), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of" in proc.stderr
+    assert not (tmp_path / "x.cubin").exists()
 
 
 def test_rdc_without_device_link_fails_naming_it() -> None:

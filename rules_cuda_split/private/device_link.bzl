@@ -73,7 +73,9 @@ def _base_args(ctx, kind, arch, toolchain, cc_toolchain):
     return args
 
 def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
-    """Emits the device link of `rdc`: nvlink per arch, fatbinary -link, link.stub.
+    """Emits the device link of `rdc`: nvlink per arch, the registration file (the
+    linked sources' module ids, then the library modules nvlink took), fatbinary -link,
+    link.stub.
 
     Args:
       ctx: the rule context.
@@ -103,11 +105,17 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
     base = "_cuda/%s/dlink" % ctx.label.name
     label = str(ctx.label)
     linked = {}
+    prelinked = []
     any_lto = False
     for real, virtual, lto in links:
         any_lto = any_lto or lto
         out = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "linked:" + real)))
         linked[real] = out
+
+        # The modules nvlink takes from libraries (libcudadevrt's, for device-side
+        # launches), which nvcc's registration file lists after the linked sources'.
+        modules = ctx.actions.declare_file("%s/dlink.%s.prelinked" % (base, real))
+        prelinked.append(modules)
         inputs = [rdc.cubins.get(real, depset()), rdc.objects]
         if lto:
             inputs.append(rdc.ltoir.get(virtual, depset()))
@@ -115,18 +123,20 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         args = _base_args(ctx, "nvlink", real, toolchain, cc_toolchain)
         args.add_all(link_inputs, before_each = "--link-input")
         args.add("--file=linked:%s=%s" % (real, out.path))
+        args.add("--file=prelinked:%s=%s" % (real, modules.path))
 
         # Only this arch: the action's key is the same whatever else the binary targets.
         args.add("--nvcc-flag=-gencode=arch=%s,code=%s" % (virtual, real))
         if lto:
             args.add("--nvcc-flag=-dlto")
-        _run(ctx, toolchain, cc_toolchain, args, link_inputs, [out], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
+        _run(ctx, toolchain, cc_toolchain, args, link_inputs, [out, modules], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
 
     reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
     args = _base_args(ctx, "register", "", toolchain, cc_toolchain)
     args.add_all(rdc.module_ids, before_each = "--module-id-file")
+    args.add_all(prelinked, before_each = "--prelinked-file")
     args.add("--file=reg.c=%s" % reg.path)
-    _run(ctx, toolchain, cc_toolchain, args, rdc.module_ids, [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
+    _run(ctx, toolchain, cc_toolchain, args, depset(prelinked, transitive = [rdc.module_ids]), [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
 
     link_flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if any_lto else [])
     fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
@@ -176,6 +186,23 @@ def _cuda_device_link_impl(ctx):
         name = ctx.label.name,
         disallow_dynamic_library = True,
     )
+
+
+    # nvcc links the device runtime into every rdc program's host link (`-lcudadevrt`):
+    # where nvlink took a module from it (device-side launches), the registration file
+    # names that module, whose host half (`__fatbinwrap_...`) is in the archive. A static
+    # archive: linked only where referenced.
+    device_runtime = cc_common.create_linking_context(linker_inputs = depset([
+        cc_common.create_linker_input(
+            owner = ctx.label,
+            libraries = depset([cc_common.create_library_to_link(
+                actions = ctx.actions,
+                feature_configuration = feature_configuration,
+                cc_toolchain = cc_toolchain,
+                static_library = toolchain.cudadevrt,
+            )]),
+        ),
+    ]))
     guard = guard_linking_context(
         ctx,
         cc_toolchain = cc_toolchain,
@@ -186,7 +213,11 @@ def _cuda_device_link_impl(ctx):
     return [
         DefaultInfo(files = depset([linked.obj])),
         cc_common.merge_cc_infos(
-            direct_cc_infos = [CcInfo(linking_context = linking_context), CcInfo(linking_context = guard)],
+            direct_cc_infos = [
+                CcInfo(linking_context = linking_context),
+                CcInfo(linking_context = device_runtime),
+                CcInfo(linking_context = guard),
+            ],
             cc_infos = [deps_cc],
         ),
         OutputGroupInfo(cuda_cubin = depset(linked.cubins)),

@@ -459,10 +459,20 @@ def _normalize_layout(rctx, root, lib_root, libnvvm):
     (nvlink -dlto loads `<nvvmpath>/lib64/libnvvm.so`); the wheels have both libraries in
     `lib/`. Symlinks at the expected paths let the plan's commands run unchanged.
 
+    The plan names the SDK's root `<sdk>/bin/..`, which the kernel resolves after
+    symlinks: `bin` is a directory of symlinks to the SDK's tools, not one symlink into
+    the SDK, so `bin/..` is this repository (with the paths added here) under every
+    strategy. (Through a symlinked `bin/`, Bazel without a sandbox reached the SDK's own
+    directory, with no `lib64/`: nvlink then linked without libcudadevrt.)
+
     Returns:
       The added paths, relative to the repository.
     """
     added = []
+    bin_dir = root.get_child("bin")
+    rctx.delete("bin")
+    for entry in bin_dir.readdir():
+        rctx.symlink(entry, "bin/" + entry.basename)
     if not root.get_child("lib64").exists and lib_root.get_child("libcudadevrt.a").exists:
         rctx.symlink(lib_root.get_child("libcudadevrt.a"), "lib64/libcudadevrt.a")
         added.append("lib64/libcudadevrt.a")

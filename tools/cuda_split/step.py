@@ -183,25 +183,11 @@ class StepCommand:
         here = env.get("_HERE_", "")
         rel_bin = os.path.dirname(nvcc) or "."
         self._prefixes = [(here, rel_bin)] if here else []
-        self._rel_bin = rel_bin
         self.orig_src_path_name = orig_src_path_name
         self.outputs: list[str] = []
         self.env = {k: self._sdk_relative(v) for k, v in plan.env}
         self.argv = self._rewrite(step.argv)
         self.argv[0] = self._resolve_tool(self.argv[0])
-        if step.kind == planlib.NVLINK:
-            self.argv = [self._sdk_root_lexically(a) for a in self.argv]
-
-    def _sdk_root_lexically(self, arg: str) -> str:
-        """`-L<bin>/..//lib64` -> `-L<sdk>//lib64` (and `-nvvmpath=`): the SDK's root
-        by name, not through `bin/..`. The kernel resolves `..` after symlinks: where the
-        SDK repository's `bin` is a symlink into the SDK (Bazel without a sandbox), `bin/..`
-        is the SDK's own directory, which lacks the `lib64/libcudadevrt.a` and
-        `nvvm/lib64/libnvvm.so` the repository adds for NVIDIA's wheels (they use lib/)."""
-        if not arg.startswith(("-L", "-nvvmpath=")):
-            return arg
-        root = os.path.dirname(self._rel_bin) or "."
-        return re.sub(re.escape(self._rel_bin) + r"/\.\.(?=/|$)", lambda _: root, arg)
 
     def _sdk_relative(self, s: str) -> str:
         for prefix, rel in self._prefixes:
@@ -438,7 +424,8 @@ def _missing_device_runtime(argv: Sequence[str]) -> str:
     return (
         "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of nvlink's library "
         f"directories: {', '.join(dirs) or '(none)'}; the SDK repository links it there "
-        "(lib64/ for NVIDIA's wheels, whose libraries are in lib/)"
+        "(lib64/ for NVIDIA's wheels, whose libraries are in lib/; the plan names it "
+        "through bin/.., so bin/ must be a directory, not a symlink into the SDK)"
     )
 
 
@@ -490,8 +477,9 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
         files[f"input:{i}"] = path
     prelinked = files.get(PRELINKED_ROLE_PREFIX + args.arch) if kind == planlib.NVLINK else None
     if prelinked:
-        # nvlink's own registration file (main() gives this process a private TMPDIR).
-        files["reg.c"] = os.path.join(tempfile.gettempdir(), "nvlink.reg.c")
+        # nvlink's own registration file, in this process's private TMPDIR (main()).
+        reg_dir = tempfile.mkdtemp(prefix="nvlink_", dir=os.environ.get("TMPDIR"))
+        files["reg.c"] = os.path.join(reg_dir, "nvlink.reg.c")
     rc = execute(plan, step, files, args)
     if rc == 0 and prelinked:
         with open(prelinked, "w", encoding="ascii") as f:
