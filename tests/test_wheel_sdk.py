@@ -24,7 +24,9 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zipfile
 from collections.abc import Iterator
 
 import pytest
@@ -305,7 +307,49 @@ cuda_wheel_sdk_repository(
     base_url = "file://{empty}",
     local_fallback = True,
 )
+
+# NVIDIA's redistrib format: a manifest and tar archives (made from the 13.0 wheels).
+cuda_wheel_sdk_repository(
+    name = "redist_cuda",
+    version = "13.0",
+    redistrib_json = "//:redistrib_test.json",
+    redistrib_base_url = "file://{redist}",
+)
 """
+
+# The compiler set's names in NVIDIA's redistrib manifests.
+REDISTRIB_NAMES = {
+    "nvcc": "cuda_nvcc",
+    "nvvm": "libnvvm",
+    "crt": "cuda_crt",
+    "cudart": "cuda_cudart",
+    "cccl": "cuda_cccl",
+}
+
+
+def _redistrib_from_wheels(dest: pathlib.Path) -> dict:
+    """A redistrib manifest and its archives, repacked from the cached 13.0 wheels."""
+    manifest: dict[str, object] = {"release_label": "13.0.2"}
+    for name, key in REDISTRIB_NAMES.items():
+        comp = _table()["13.0"]["components"][name]
+        wheel = CACHE / comp["platforms"][PLATFORM]["url"].rsplit("/", 1)[1]
+        top = f"{key}-{PLATFORM}-{comp['version']}-archive"
+        # NVIDIA's are .tar.xz; gzip level 1 is ten times faster to write and unpack.
+        rel = f"{key}/{PLATFORM}/{top}.tar.gz"
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as z, tarfile.open(dest / rel, "w:gz", compresslevel=1) as tar:
+            for info in z.infolist():
+                if not info.filename.startswith("nvidia/cu13/") or info.is_dir():
+                    continue
+                member = tarfile.TarInfo(top + "/" + info.filename[len("nvidia/cu13/") :])
+                member.size, member.mode = info.file_size, (info.external_attr >> 16) or 0o644
+                tar.addfile(member, z.open(info))
+        manifest[key] = {
+            "name": key,
+            "version": comp["version"],
+            PLATFORM: {"relative_path": rel, "sha256": cvt_sha256(dest / rel)},
+        }
+    return manifest
 
 
 @pytest.fixture(scope="module")
@@ -316,13 +360,21 @@ def ws() -> Iterator[Workspace]:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="wheel-sdk-"))
     root = checkout_copy(tmp / "repo")
     (tmp / "empty").mkdir()
+    (tmp / "redist").mkdir()
+    redistrib = _redistrib_from_wheels(tmp / "redist")
+    (root / "redistrib_test.json").write_text(json.dumps(redistrib, indent=2))
+    # This checkout has no BUILD file at its root: one that exports the manifest.
+    assert not (root / "BUILD.bazel").exists()
+    (root / "BUILD.bazel").write_text('exports_files(["redistrib_test.json"])\n')
     workspace = root / "WORKSPACE"
     text = workspace.read_text()
     start = text.index('cuda_sdk_repository(name = "local_cuda")')
     end = text.index('register_toolchains("@local_cuda//:toolchain")')
     workspace.write_text(
         text[:start]
-        + WORKSPACE_SDK.format(versions=json.dumps(VERSIONS), cache=CACHE, empty=tmp / "empty")
+        + WORKSPACE_SDK.format(
+            versions=json.dumps(VERSIONS), cache=CACHE, empty=tmp / "empty", redist=tmp / "redist"
+        )
         + text[end + len('register_toolchains("@local_cuda//:toolchain")') :]
     )
     rc = root / ".bazelrc.user"
@@ -464,3 +516,19 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     ws.bazel("build", env, "--repository_cache=", "@offline_cuda_fallback//:nvcc")
     build = (ws.external("offline_cuda_fallback") / "BUILD.bazel").read_text()
     assert f"# SDK: {local} (found by: $CUDA_PATH)" in build
+
+
+@pytest.mark.bazel
+def test_an_sdk_from_a_redistrib_manifest_compiles_as_the_wheels_do(ws: Workspace) -> None:
+    wheels = _cubins(ws, "13.0")["saxpy.sm_90.cubin"]
+    ws.bazel(
+        "build", "--extra_toolchains=@redist_cuda//:toolchain", "--output_groups=+cuda_cubin",
+        "//examples/saxpy:saxpy",
+    )  # fmt: skip
+    repo = ws.external("redist_cuda")
+    header = (repo / "BUILD.bazel").read_text().splitlines()[1]
+    assert "found by: CUDA 13.0 redistrib archives: cuda_nvcc 13.0.88, libnvvm 13.0.88" in header
+    assert "nvcc 13.0.88" in header
+    assert pathlib.Path(os.path.realpath(repo / "nvvm" / "bin" / "cicc")).is_relative_to(repo)
+    out = ws.root / "bazel-bin" / "examples" / "saxpy" / "_cuda" / "saxpy" / "saxpy"
+    assert (out / "saxpy.sm_90.cubin").read_bytes() == wheels

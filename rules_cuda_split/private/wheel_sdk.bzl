@@ -330,8 +330,9 @@ def _cuda_wheel_sdk_repository_impl(rctx):
     configure_sdk_repository(
         rctx,
         sdk,
-        "CUDA %s wheels: %s" % (
+        "CUDA %s %s: %s" % (
             rctx.attr.version,
+            "redistrib archives" if rctx.attr.redistrib_json else "wheels",
             ", ".join(["%s %s" % (i.package, i.version) for i in plan]),
         ),
         extra_shared_libs = extra,
