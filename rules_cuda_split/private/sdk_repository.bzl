@@ -407,6 +407,9 @@ def find_local_sdk(rctx, path_attr, default_paths):
       rctx: the repository context.
       path_attr: string, an explicit SDK directory ("" for none).
       default_paths: list of strings, the places looked at last.
+
+    Returns:
+      (string, string): the SDK's directory and which candidate it was.
     """
     nvcc_on_path = rctx.which("nvcc")
     candidates = sdk_candidates(

@@ -247,6 +247,9 @@ def component_libs(component, lib_files):
     Args:
       component: string.
       lib_files: list of strings, the file names in the SDK's library directory.
+
+    Returns:
+      dict, cc_library name -> list of file names (sonames), only when all are found.
     """
     out = {}
     for name, prefixes in _COMPONENT_LIBS.get(component, {}).items():
