@@ -12,11 +12,14 @@ the rule through `base_url = "file://..."`. With no CUDA_PATH, CUDA_HOME or nvcc
 PATH, each version builds saxpy and the cuBLAS example; the cubins differ per version,
 no action key and no SDK input is shared between the versions, the arch check uses each
 version's own archs, and the rule does not fall back to an SDK on the machine unless
-told to.
+told to (a download that fails, a table of its own without the host's platform). An SDK
+from a redistrib manifest (the 13.0 wheels repacked as NVIDIA's archives) compiles saxpy
+to the wheels' cubin.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -308,6 +311,9 @@ cuda_wheel_sdk_repository(
     local_fallback = True,
 )
 
+# A table of its own (`table`) that has only aarch64 wheels.
+cuda_wheel_sdk_repository(name = "sbsa_only_cuda", version = "13.0", table = "//:table_test.json")
+
 # NVIDIA's redistrib format: a manifest and tar archives (made from the 13.0 wheels).
 cuda_wheel_sdk_repository(
     name = "redist_cuda",
@@ -365,7 +371,11 @@ def ws() -> Iterator[Workspace]:
     (root / "redistrib_test.json").write_text(json.dumps(redistrib, indent=2))
     # This checkout has no BUILD file at its root: one that exports the manifest.
     assert not (root / "BUILD.bazel").exists()
-    (root / "BUILD.bazel").write_text('exports_files(["redistrib_test.json"])\n')
+    (root / "BUILD.bazel").write_text('exports_files(["redistrib_test.json", "table_test.json"])\n')
+    sbsa = {"13.0": {"components": copy.deepcopy(_table()["13.0"]["components"])}}
+    for comp in sbsa["13.0"]["components"].values():
+        del comp["platforms"][PLATFORM]
+    (root / "table_test.json").write_text(json.dumps(sbsa))
     workspace = root / "WORKSPACE"
     text = workspace.read_text()
     start = text.index('cuda_sdk_repository(name = "local_cuda")')
@@ -512,6 +522,14 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     assert "could not download file://" in proc.stderr
     assert "It does not fall back to an SDK on this machine" in proc.stderr
     assert not (ws.external("offline_cuda") / "BUILD.bazel").is_file()
+
+    proc = ws.bazel("build", env, "@sbsa_only_cuda//:nvcc", check=False)
+    assert proc.returncode != 0
+    assert (
+        'CUDA 13.0: component "nvcc" (nvidia-cuda-nvcc 13.0.88) has no wheel for linux-x86_64 '
+        "(it has linux-sbsa)" in proc.stderr
+    )
+    assert "It does not fall back to an SDK on this machine" in proc.stderr
 
     ws.bazel("build", env, "--repository_cache=", "@offline_cuda_fallback//:nvcc")
     build = (ws.external("offline_cuda_fallback") / "BUILD.bazel").read_text()
