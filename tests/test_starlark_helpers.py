@@ -33,8 +33,10 @@ GOOD_SPECS = {
         ("compute_90", ["sm_90"], True, False),
     ],
     "lto_90": [("compute_90", [], False, True)],
-    "sm_80;compute_90:lto_90": [("compute_80", ["sm_80"], False, False),
-                                ("compute_90", [], False, True)],
+    "sm_80;compute_90:lto_90": [
+        ("compute_80", ["sm_80"], False, False),
+        ("compute_90", [], False, True),
+    ],
     " sm_75 ; sm_100 ": [
         ("compute_75", ["sm_75"], False, False),
         ("compute_100", ["sm_100"], False, False),
@@ -54,6 +56,16 @@ BAD_SPECS = {
     "sm_90,sm_90": "arch 'sm_90' appears twice",
     "": "empty arch spec ''",
     ";": "empty arch spec ';'",
+    # A `virtual:codes` group beside other groups without `;`: the message names the rule
+    # and the spec the user meant.
+    "sm_80,compute_90:compute_90,sm_90": (
+        "must stand alone between ';'s (did you mean 'sm_80;compute_90:compute_90,sm_90'?)"
+    ),
+    "compute_80:sm_80,compute_90:sm_90": "(did you mean 'compute_80:sm_80;compute_90:sm_90'?)",
+    "sm_75;sm_80,sm_86,compute_90:sm_90,sm_100": (
+        "'sm_80,sm_86,compute_90:sm_90,sm_100' in 'sm_75;sm_80,sm_86,compute_90:sm_90,sm_100' "
+        "puts a 'compute_XX:codes' group beside other groups without ';'"
+    ),
 }
 
 
@@ -90,10 +102,37 @@ def test_parse_bad_specs_name_the_token_and_the_accepted_forms(tmp_path: pathlib
     for spec, result in zip(specs, got, strict=True):
         assert "error" in result, spec
         assert BAD_SPECS[spec] in result["error"], (spec, result)
-        with pytest.raises(pipeline.ArchSpecError, match=BAD_SPECS[spec].replace("(", ".")):
+        with pytest.raises(pipeline.ArchSpecError, match=re.escape(BAD_SPECS[spec])):
             pipeline.parse_arch_spec(spec)
     # Malformed tokens also name the accepted forms.
     assert pipeline.ACCEPTED_FORMS in got[0]["error"]
+
+
+def test_accepted_forms_say_what_separates_groups(tmp_path: pathlib.Path) -> None:
+    """`;` separates groups; `,` lists shorthands or the codes of one virtual arch, never
+    `virtual:codes` groups (the old text said "groups separated by ';' or ','")."""
+    (forms,) = eval_json(tmp_path, PRELUDE.replace('"parse_arch_spec"', '"ACCEPTED_FORMS", '
+                                                   '"parse_arch_spec"') +
+                         "print(json.encode([ACCEPTED_FORMS]))\n")  # fmt: skip
+    assert forms == pipeline.ACCEPTED_FORMS
+    assert "';' or ','" not in forms
+    assert forms.startswith("groups separated by ';';")
+    assert "stands alone between ';'s" in forms
+
+
+@pytest.mark.parametrize(
+    "spec, meant",
+    [
+        ("sm_80,compute_90:compute_90,sm_90", "sm_80;compute_90:compute_90,sm_90"),
+        ("compute_80:sm_80,compute_90:sm_90", "compute_80:sm_80;compute_90:sm_90"),
+        ("sm_75,sm_80,compute_90:sm_90", "sm_75;sm_80;compute_90:sm_90"),
+    ],
+)
+def test_the_suggested_spec_parses(tmp_path: pathlib.Path, spec: str, meant: str) -> None:
+    with pytest.raises(pipeline.ArchSpecError, match=re.escape(f"did you mean '{meant}'")):
+        pipeline.parse_arch_spec(spec)
+    assert "groups" in _starlark_parse(tmp_path, [meant])[0]
+    pipeline.parse_arch_spec(meant)
 
 
 @pytest.mark.parametrize("per_arch_list", [False, True])
@@ -167,14 +206,31 @@ def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> 
 
 
 def test_file_names(tmp_path: pathlib.Path) -> None:
-    roles = ["cpp4.ii", "module_id", "cudafe1.cpp", "fatbin.c", "obj", "cpp1.ii:compute_90",
-             "ptx:compute_90", "stub:compute_90", "cubin:sm_90a", "ptxcheck:compute_90"]
+    roles = [
+        "cpp4.ii",
+        "module_id",
+        "cudafe1.cpp",
+        "fatbin.c",
+        "obj",
+        "cpp1.ii:compute_90",
+        "ptx:compute_90",
+        "stub:compute_90",
+        "cubin:sm_90a",
+        "ptxcheck:compute_90",
+    ]
     body = PRELUDE + f"print(json.encode([file_name('saxpy', r) for r in {json.dumps(roles)}]))\n"
     got = eval_json(tmp_path, body)
     assert got == [
-        "saxpy.cpp4.ii", "saxpy.module_id", "saxpy.cudafe1.cpp", "saxpy.fatbin.c", "saxpy.o",
-        "saxpy.compute_90.cpp1.ii", "saxpy.compute_90.ptx", "saxpy.compute_90.cudafe1.stub.c",
-        "saxpy.sm_90a.cubin", "saxpy.compute_90.ptxcheck",
+        "saxpy.cpp4.ii",
+        "saxpy.module_id",
+        "saxpy.cudafe1.cpp",
+        "saxpy.fatbin.c",
+        "saxpy.o",
+        "saxpy.compute_90.cpp1.ii",
+        "saxpy.compute_90.ptx",
+        "saxpy.compute_90.cudafe1.stub.c",
+        "saxpy.sm_90a.cubin",
+        "saxpy.compute_90.ptxcheck",
     ]
     assert got == [pipeline.file_name("saxpy", r) for r in roles]
 

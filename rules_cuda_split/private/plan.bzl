@@ -8,10 +8,32 @@ Errors are returned, not raised, so callers choose between `fail()` and a test a
 """
 
 ACCEPTED_FORMS = (
-    "sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), " +
-    "compute_XX:sm_XX,sm_YY,compute_XX (one virtual arch, several codes); " +
-    "lto_XX (= compute_XX:lto_XX, LTO-IR for -dlto); groups separated by ';' or ','"
+    "groups separated by ';'; a group is either a comma list of shorthands, each its own " +
+    "virtual arch: sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), lto_XX " +
+    "(= compute_XX:lto_XX, LTO-IR for -dlto); or one virtual arch and its codes, " +
+    "compute_XX:sm_XX,sm_YY,compute_XX (the commas after ':' list codes of that one " +
+    "virtual arch, so such a group stands alone between ';'s)"
 )
+
+def _split_groups_hint(part):
+    """`part` rewritten with `;` before every `virtual:codes` group and every shorthand
+    before one: `sm_80,compute_90:compute_90,sm_90` -> `sm_80;compute_90:compute_90,sm_90`.
+
+    Args:
+      part: string, one `;`-separated part of an arch spec, holding a `:`.
+
+    Returns:
+      string.
+    """
+    groups = []
+    in_codes = False
+    for item in part.split(","):
+        if ":" in item or not in_codes:
+            groups.append(item)
+            in_codes = ":" in item
+        else:
+            groups[-1] = groups[-1] + "," + item
+    return ";".join(groups)
 
 _DIGITS = "0123456789"
 
@@ -61,8 +83,10 @@ def _group(virtual, codes, spec):
 def parse_arch_spec(spec):
     """Parses the rules_cuda arch syntax.
 
-    `sm_80,sm_90` is two groups; `compute_80:sm_80,sm_86` is one virtual arch with two
-    real ones; `compute_90:compute_90,sm_90` also embeds the PTX; `;` separates groups.
+    `;` separates groups. `sm_80,sm_90` is two groups (a comma list of shorthands);
+    `compute_80:sm_80,sm_86` is one virtual arch with two real ones (after `:` the commas
+    list codes of that virtual arch, so such a group stands alone between `;`s);
+    `compute_90:compute_90,sm_90` also embeds the PTX.
 
     Args:
       spec: string, e.g. "compute_80:sm_80,sm_86;sm_90".
@@ -77,6 +101,11 @@ def parse_arch_spec(spec):
             continue
         if ":" in part:
             virtual, _, codes = part.partition(":")
+            if "," in virtual or ":" in codes:
+                return None, ("'%s' in '%s' puts a 'compute_XX:codes' group beside other groups " +
+                              "without ';': its commas list codes of one virtual arch, so it " +
+                              "must stand alone between ';'s (did you mean '%s'?); " +
+                              "accepted forms: %s") % (part, spec, _split_groups_hint(part), ACCEPTED_FORMS)
             g, err = _group(virtual, [c for c in codes.split(",") if c], spec)
             if err:
                 return None, err

@@ -25,10 +25,26 @@ class ArchSpecError(ValueError):
 
 
 ACCEPTED_FORMS = (
-    "sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), "
-    "compute_XX:sm_XX,sm_YY,compute_XX (one virtual arch, several codes); "
-    "lto_XX (= compute_XX:lto_XX, LTO-IR for -dlto); groups separated by ';' or ','"
+    "groups separated by ';'; a group is either a comma list of shorthands, each its own "
+    "virtual arch: sm_XX (= compute_XX:sm_XX), compute_XX (PTX only), lto_XX "
+    "(= compute_XX:lto_XX, LTO-IR for -dlto); or one virtual arch and its codes, "
+    "compute_XX:sm_XX,sm_YY,compute_XX (the commas after ':' list codes of that one "
+    "virtual arch, so such a group stands alone between ';'s)"
 )
+
+
+def _split_groups_hint(part: str) -> str:
+    """`part` with `;` before every `virtual:codes` group and every shorthand before one:
+    `sm_80,compute_90:compute_90,sm_90` -> `sm_80;compute_90:compute_90,sm_90`."""
+    groups: list[str] = []
+    in_codes = False
+    for item in part.split(","):
+        if ":" in item or not in_codes:
+            groups.append(item)
+            in_codes = ":" in item
+        else:
+            groups[-1] += "," + item
+    return ";".join(groups)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +69,9 @@ def parse_arch_spec(spec: str) -> list[ArchGroup]:
     """Parse the rules_cuda arch syntax: `sm_80,sm_90`, `compute_80:sm_80,sm_86`, ...
 
     Groups are separated by `;`. Inside a group without `:`, each comma-separated item is
-    its own group (`sm_80,sm_90` = two groups). `sm_XX` alone means `compute_XX:sm_XX`;
-    `compute_XX` alone means its PTX only.
+    its own group (`sm_80,sm_90` = two groups); after `:` the commas list codes of that one
+    virtual arch, so a `compute_XX:codes` group stands alone between `;`s. `sm_XX` alone
+    means `compute_XX:sm_XX`; `compute_XX` alone means its PTX only.
     """
     groups: list[ArchGroup] = []
     for part in spec.replace(" ", "").split(";"):
@@ -62,6 +79,13 @@ def parse_arch_spec(spec: str) -> list[ArchGroup]:
             continue
         if ":" in part:
             virtual, _, codes = part.partition(":")
+            if "," in virtual or ":" in codes:
+                raise ArchSpecError(
+                    f"'{part}' in '{spec}' puts a 'compute_XX:codes' group beside other groups "
+                    "without ';': its commas list codes of one virtual arch, so it must stand "
+                    f"alone between ';'s (did you mean '{_split_groups_hint(part)}'?); "
+                    f"accepted forms: {ACCEPTED_FORMS}"
+                )
             groups.append(_group(virtual, [c for c in codes.split(",") if c], spec))
         else:
             for item in part.split(","):
