@@ -12,6 +12,8 @@ import json
 import pathlib
 import textwrap
 
+import pytest
+
 from starlark_util import REPO, run_starlark
 
 Call = dict[str, object]
@@ -184,7 +186,7 @@ def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str,
     out, _ = _star(
         tmp_path,
         f"""\
-        load("{_SDK_BZL}", "not_found_message", "sdk_candidates", "search_sdk")
+        load("{_SDK_BZL}", "bad_sdk_message", "not_found_message", "sdk_candidates", "search_sdk")
         found = search_sdk(
             sdk_candidates({path_attr!r}, {environ!r}, {nvcc!r}, ["/usr/local/cuda"]),
             {probes!r},
@@ -192,6 +194,7 @@ def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str,
         print(json.encode(struct(
             path = found.path,
             source = found.source,
+            bad = bad_sdk_message("local_cuda", found.bad) if found.bad else "",
             message = not_found_message("local_cuda", found.looked, "/usr/bin:/bin"),
         )))
         """,
@@ -199,15 +202,24 @@ def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str,
     return json.loads(out)
 
 
-def test_search_order_skips_bad_variables(tmp_path: pathlib.Path) -> None:
+def test_search_order(tmp_path: pathlib.Path) -> None:
     found = _search(
         tmp_path,
         path_attr="",
-        environ={"CUDA_PATH": "/nonexistent", "CUDA_HOME": "/opt/cuda"},
+        environ={"CUDA_HOME": "/opt/cuda"},
         nvcc="/usr/local/cuda-13.0/bin/nvcc",
-        probes={"/nonexistent": "missing", "/opt/cuda": "sdk"},
+        probes={"/opt/cuda": "sdk", "/usr/local/cuda-13.0": "sdk"},
     )
-    assert (found["path"], found["source"]) == ("/opt/cuda", "$CUDA_HOME")
+    assert (found["path"], found["source"], found["bad"]) == ("/opt/cuda", "$CUDA_HOME", "")
+    # The first set variable wins; a bad one after it is never looked at.
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={"CUDA_PATH": "/opt/cuda", "CUDA_HOME": "/garbage"},
+        nvcc="",
+        probes={"/opt/cuda": "sdk", "/garbage": "missing"},
+    )
+    assert (found["path"], found["source"]) == ("/opt/cuda", "$CUDA_PATH")
     found = _search(
         tmp_path,
         path_attr="",
@@ -228,18 +240,64 @@ def test_bad_path_attribute_is_not_skipped(tmp_path: pathlib.Path) -> None:
         probes={"/opt/typo": "no_nvcc", "/opt/cuda": "sdk", "/usr/local/cuda": "sdk"},
     )
     assert found["path"] == ""
-    assert 'attribute path: "/opt/typo" has no bin/nvcc' in found["message"]
-    assert "CUDA_PATH:" not in found["message"]
+    assert found["bad"].startswith(
+        'cuda_sdk_repository(name = "local_cuda"): the attribute path = "/opt/typo", '
+        'which is not a CUDA SDK: "/opt/typo" has no bin/nvcc.\n'
+    ), found["bad"]
+    assert "CUDA_PATH" not in found["bad"]
+
+
+@pytest.mark.parametrize("var", ["CUDA_PATH", "CUDA_HOME"])
+@pytest.mark.parametrize(
+    "probe, reason",
+    [
+        ("missing", '"/garbage" does not exist'),
+        ("no_nvcc", '"/garbage" has no bin/nvcc'),
+        ("no_profile", '"/garbage" has bin/nvcc but no bin/nvcc.profile (a wrapper, not an SDK)'),
+    ],
+)
+def test_set_but_unusable_variable_is_an_error(
+    tmp_path: pathlib.Path, var: str, probe: str, reason: str
+) -> None:
+    """`--repo_env=CUDA_PATH=/garbage` used to log a DEBUG line and take another SDK."""
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={var: "/garbage", "CUDA_HOME" if var == "CUDA_PATH" else "X": "/opt/cuda"},
+        nvcc="/usr/local/cuda-13.0/bin/nvcc",
+        probes={"/garbage": probe, "/opt/cuda": "sdk", "/usr/local/cuda-13.0": "sdk"},
+    )
+    assert (found["path"], found["source"]) == ("", "")
+    first, *rest = found["bad"].splitlines()
+    assert first == (
+        f'cuda_sdk_repository(name = "local_cuda"): {var} is set to "/garbage", '
+        f"which is not a CUDA SDK: {reason}."
+    )
+    assert f"--repo_env={var}=" in found["bad"] and f"`unset {var}`" in found["bad"]
+
+
+def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
+    """A wrapper nvcc on PATH (no nvcc.profile beside it) is not an error and not printed:
+    find_local_sdk prints nothing, and the wrapper shows only in the not-found message."""
+    found = _search(
+        tmp_path,
+        path_attr="",
+        environ={},
+        nvcc="/usr/local/bin/nvcc",
+        probes={"/usr/local": "no_profile", "/usr/local/cuda": "sdk"},
+    )
+    assert (found["path"], found["source"], found["bad"]) == ("/usr/local/cuda", "default path", "")
+    sdk_bzl = (REPO / "rules_cuda_split" / "private" / "sdk_repository.bzl").read_text()
+    assert "print(" not in sdk_bzl
 
 
 def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Path) -> None:
     found = _search(
         tmp_path,
         path_attr="",
-        environ={"CUDA_PATH": "/nonexistent"},
+        environ={},
         nvcc="/usr/local/bin/nvcc",
         probes={
-            "/nonexistent": "missing",
             "/usr/local": "no_profile",
             "/usr/local/cuda": "no_nvcc",
         },
@@ -248,7 +306,7 @@ def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Pa
     message = found["message"]
     for line in [
         "1. attribute path: not set",
-        '2. $CUDA_PATH: "/nonexistent" does not exist',
+        "2. $CUDA_PATH: not set",
         "3. $CUDA_HOME: not set",
         '4. nvcc on $PATH (/usr/local/bin/nvcc): "/usr/local" has bin/nvcc but no bin/nvcc.profile',
         '5. default path: "/usr/local/cuda" has no bin/nvcc',

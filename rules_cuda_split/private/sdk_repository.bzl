@@ -33,8 +33,8 @@ def sdk_candidates(path_attr, environ, nvcc_on_path, default_paths):
 
     Returns:
       list of structs (source: string; path: string, "" when not set; unset: string, why
-      there is no path; explicit: bool, True when the user named this path, so that a bad
-      one is an error rather than skipped).
+      there is no path; explicit: bool, True when the user named this path (the attribute,
+      `$CUDA_PATH`, `$CUDA_HOME`), so that a bad one is an error rather than skipped).
     """
     candidates = [
         struct(source = "attribute path", path = path_attr, unset = "not set", explicit = True),
@@ -42,13 +42,13 @@ def sdk_candidates(path_attr, environ, nvcc_on_path, default_paths):
             source = "$CUDA_PATH",
             path = environ.get("CUDA_PATH", ""),
             unset = "not set",
-            explicit = False,
+            explicit = True,
         ),
         struct(
             source = "$CUDA_HOME",
             path = environ.get("CUDA_HOME", ""),
             unset = "not set",
-            explicit = False,
+            explicit = True,
         ),
     ]
     nvcc_root = ""
@@ -93,8 +93,9 @@ def search_sdk(candidates, probes):
 
     Returns:
       struct(path: string, the SDK, "" when none; source: string, which candidate;
-      looked: list of structs (source, path, reason), the candidates passed over). A bad
-      explicit candidate ends the search.
+      looked: list of structs (source, path, reason), the candidates passed over; bad:
+      the struct (source, path, reason) of a set explicit candidate that is no SDK, which
+      ends the search, or None).
     """
     looked = []
     for candidate in candidates:
@@ -103,15 +104,49 @@ def search_sdk(candidates, probes):
             continue
         kind = probes[candidate.path]
         if kind == "sdk":
-            return struct(path = candidate.path, source = candidate.source, looked = looked)
-        looked.append(struct(
+            return struct(path = candidate.path, source = candidate.source, looked = looked, bad = None)
+        place = struct(
             source = candidate.source,
             path = candidate.path,
             reason = _PROBE_REASONS[kind] % candidate.path,
-        ))
+        )
+        looked.append(place)
         if candidate.explicit:
-            break
-    return struct(path = "", source = "", looked = looked)
+            return struct(path = "", source = "", looked = looked, bad = place)
+    return struct(path = "", source = "", looked = looked, bad = None)
+
+def bad_sdk_message(name, bad):
+    """The error message when the `path` attribute, `$CUDA_PATH` or `$CUDA_HOME` is set
+    but names no SDK: nothing else is tried, so a typo cannot pick another SDK silently.
+
+    Args:
+      name: string, the repository's name.
+      bad: struct (source, path, reason) from `search_sdk`.
+
+    Returns:
+      string.
+    """
+    if bad.source == "attribute path":
+        what = "the attribute path = \"%s\"" % bad.path
+        fix = [
+            "Fix the attribute: cuda_sdk_repository(name = \"%s\", path = ...), or with bzlmod" % name +
+            " cuda.sdk(name = \"%s\", path = ...) in MODULE.bazel, must name the directory" % name +
+            " holding bin/nvcc.",
+        ]
+    else:
+        var = bad.source[1:]
+        what = "%s is set to \"%s\"" % (var, bad.path)
+        fix = [
+            "Point %s at an SDK (the directory holding bin/nvcc and bin/nvcc.profile) or unset it:" % var,
+            "  - set by Bazel's --repo_env=%s=... (command line, .bazelrc or .bazelrc.user):" % var +
+            " change or remove that flag;",
+            "  - else exported in the shell that started Bazel: `unset %s`, then" % var +
+            " `bazel shutdown` (the server keeps the environment it started with).",
+        ]
+    return "\n".join([
+        "cuda_sdk_repository(name = \"%s\"): %s, which is not a CUDA SDK: %s." % (name, what, bad.reason),
+        "When it is set, nothing else is tried (no other SDK is picked in its place).",
+    ] + fix)
 
 def not_found_message(name, looked, path_env):
     """The error message when no SDK was found.
@@ -420,17 +455,13 @@ def find_local_sdk(rctx, path_attr, default_paths):
     )
     probes = {c.path: _probe(rctx, c.path) for c in candidates if c.path}
     found = search_sdk(candidates, probes)
+    if found.bad:
+        fail(bad_sdk_message(rctx.name, found.bad))
     if not found.path:
         fail(not_found_message(rctx.name, found.looked, rctx.os.environ.get("PATH", "")))
-    for place in found.looked:
-        if place.path:
-            # A set variable that names no SDK is likely a mistake: say so.
-            # buildifier: disable=print
-            print("cuda_sdk_repository(name = \"%s\"): skipped %s: %s" % (
-                rctx.name,
-                place.source,
-                place.reason,
-            ))
+
+    # Candidates passed over (a wrapper nvcc on PATH, an absent /usr/local/cuda) are
+    # normal, not printed: they appear only in the not-found error.
     return found.path, found.source
 
 def _execute(rctx, args):
@@ -587,9 +618,11 @@ cuda_sdk_repository = repository_rule(
 
 Looks, in order, at: the `path` attribute, `$CUDA_PATH`, `$CUDA_HOME`, the directory
 above the `bin/` holding the `nvcc` found on `$PATH` (symlinks resolved), then
-`default_paths`. The first holding `bin/nvcc` and `bin/nvcc.profile` wins; a set
-environment variable that holds none is skipped with a warning; a bad `path` attribute,
-or finding nothing, fails with a list of every place looked.
+`default_paths`. The first holding `bin/nvcc` and `bin/nvcc.profile` wins. A `path`
+attribute, `$CUDA_PATH` or `$CUDA_HOME` that is set but holds no SDK fails, naming it and
+what is wrong (nothing else is tried in its place); an `nvcc` on `$PATH` that is a wrapper
+(no `nvcc.profile` beside it) or a missing default path is passed over silently; finding
+nothing fails with a list of every place looked.
 
 Targets: the tools `:nvcc`, `:nvcc_profile`, `:cudafe`, `:cicc`, `:ptxas`, `:fatbinary`,
 `:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:host_headers`, `:nvvm`, `:libdevice`,
