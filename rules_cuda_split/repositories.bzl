@@ -39,8 +39,16 @@ DEFAULT_SDK_PATHS = _DEFAULT_SDK_PATHS
 def rules_cuda_split_dependencies():
     """Declares the repositories rules_cuda_split needs, unless declared already.
 
-    The versions are those of MODULE.bazel (rules_cc: the newest without a protobuf
-    dependency in WORKSPACE mode); declare your own before calling this to use others.
+    The versions are those of MODULE.bazel except rules_cc. WORKSPACE exists up to Bazel 8
+    (Bazel 9 removed it; bzlmod users get rules_cc 0.2.14 from MODULE.bazel), and there
+    the rules need a rules_cc whose `cc/defs.bzl` exports `CcInfo`, `cc_common`,
+    `cc_binary`, `cc_library` and `cc_test`, and whose `cc/find_cc_toolchain.bzl` has
+    `find_cc_toolchain`: 0.0.9 re-exports Bazel's own symbols, so it works on every Bazel
+    with WORKSPACE; 0.0.10 and later take them from `//cc/common`, which needs newer
+    Bazels, and 0.0.13 and later need protobuf in WORKSPACE. Bazel 4.2.3 needs a copy of
+    it without `use_cpp_toolchain` (two of its files load that from `@bazel_tools`, which
+    4.2.3 lacks): declare your own `rules_cc` first, or `--override_repository` it (the
+    README's "Without internet" section).
     """
     maybe(
         http_archive,

@@ -96,6 +96,24 @@ def test_module_bazel_parses(tmp_path: pathlib.Path) -> None:
     assert {"platforms", "bazel_skylib", "rules_cc"} <= deps
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def test_module_bazel_dependencies_are_versions_bazel_9_accepts(tmp_path: pathlib.Path) -> None:
+    """Bazel 9's own module graph needs rules_cc >= 0.2.14; rules_python is not needed
+    (the step runner runs with the python3 on the action's PATH)."""
+    deps = {
+        c["kwargs"]["name"]: c["kwargs"]["version"]
+        for c in _named(_module_calls(tmp_path), "bazel_dep")
+    }
+    assert _version(deps["rules_cc"]) >= (0, 2, 14), deps
+    assert "rules_python" not in deps
+    text = (REPO / "MODULE.bazel").read_text()
+    assert "autoloaded" not in text  # Bazel 9 autoloads nothing
+    assert "compatibility_level:" in text  # what it means, in a comment
+
+
 def test_module_bazel_uses_the_cuda_extension_of_extensions_bzl(tmp_path: pathlib.Path) -> None:
     (use,) = _named(_module_calls(tmp_path), "use_extension")
     label, name = use["args"]

@@ -1,5 +1,6 @@
 """Merging relocatable device code (CudaRdcInfo) of targets and their dependencies."""
 
+load("@rules_cc//cc:defs.bzl", "cc_common")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 
 def merge_rdc_infos(infos, cubins = {}, ltoir = {}, objects = [], module_ids = [], libraries = []):
