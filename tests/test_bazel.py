@@ -1,12 +1,13 @@
-"""Real Bazel: analysis tests, action keys across arch sets, and reproducible outputs."""
+"""Real Bazel: analysis tests, action keys across arch sets, and reproducible outputs
+(two checkouts, sandboxed and not, sources with different mtimes)."""
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import shutil
-import subprocess
 
 import pytest
 
@@ -59,7 +60,9 @@ def test_per_arch_commands_do_not_depend_on_other_archs() -> None:
 def test_nvlink_commands_do_not_depend_on_other_archs() -> None:
     def nvlinks(archs: str) -> dict[str, list[str]]:
         proc = bazel(
-            "aquery", ARCHS + archs, 'mnemonic("CudaNvlink", //tests/analysis:rdc_link)',
+            "aquery",
+            ARCHS + archs,
+            'mnemonic("CudaNvlink", //tests/analysis:rdc_link)',
             "--output=jsonproto",
         )
         found = {}
@@ -74,70 +77,121 @@ def test_nvlink_commands_do_not_depend_on_other_archs() -> None:
     assert alone["sm_90"] == with_others["sm_90"]
 
 
+# Every output of a CUDA action, and the binaries.
+_OUTPUT_SUFFIXES = (".o", ".a", ".ptx", ".cubin", ".fatbin.c", ".ltoir", ".ii", ".module_id",
+                    ".cudafe1.cpp", ".stub.c", ".reg.c", ".prelinked", ".txt")  # fmt: skip
+
+
 def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
     found = {}
     for path in sorted(bin_dir.rglob("*")):
         # Runfiles trees and manifests are Bazel's own (absolute paths by design).
-        if path.is_symlink() or not path.is_file() or any(
-            p.endswith((".runfiles", ".runfiles_manifest")) for p in path.parts
+        if (
+            path.is_symlink()
+            or not path.is_file()
+            or any(p.endswith((".runfiles", ".runfiles_manifest")) for p in path.parts)
         ):
             continue
         rel = path.relative_to(bin_dir).as_posix()
-        if rel.endswith((".o", ".a", ".ptx", ".cubin", ".fatbin.c", ".ltoir", ".cpp1.ii",
-                         ".module_id")) or (
+        if rel.endswith(_OUTPUT_SUFFIXES) or (
             path.stat().st_mode & 0o111 and "/_cuda/" not in rel and "." not in path.name
         ):
             found[rel] = path.read_bytes()
     return found
 
 
+# (name, flags, targets): what both checkouts build, and compare, in turn. All examples
+# (both compile modes' -lineinfo: examples/multi), the split and mono with -G, and a source
+# of template instances only (tests/determinism: cudafe++'s module id).
+BUILDS = [
+    ("examples", [ARCHS + "sm_80,sm_90"],
+     ["//examples/...", "//tests/analysis:two_sources", "//tests/determinism:t"]),
+    ("mono", [ARCHS + "sm_80,sm_90", "--//cuda:compile_mode=mono"],
+     ["//examples/multi:multi_main", "//examples/dlto:dlto", "//tests/determinism:t"]),
+    ("device-debug", [ARCHS + "sm_80", "--features=cuda_device_debug"],
+     ["//examples/multi:multi_main", "//tests/determinism:t"]),
+    ("mono-device-debug", [ARCHS + "sm_80", "--features=cuda_device_debug",
+                           "--//cuda:compile_mode=mono"],
+     ["//examples/multi:vector_ops", "//tests/determinism:t"]),
+]  # fmt: skip
+
+
+def _shift_mtimes(root: pathlib.Path, seconds: int) -> None:
+    """Every file's mtime moved by `seconds` (a checkout made at another time)."""
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 10**9))
+
+
 def test_two_checkouts_build_byte_identical_outputs(tmp_path: pathlib.Path) -> None:
-    targets = ["//examples/...", "//tests/analysis:two_sources"]
-    builds = []
-    # B is a copy of A, so both build the very same sources.
+    """Checkout A builds in Bazel's sandbox; checkout B, in another directory, with every
+    source's mtime a day later, builds unsandboxed (`--spawn_strategy=local`, what
+    `--remote_local_fallback` falls back to): every output is the same, byte for byte."""
     source = checkout_copy(tmp_path / "checkout-a")
-    for name in ("checkout-a", "other-dir/checkout-b"):
-        work = tmp_path / name
-        if work != source:
-            shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns("bazel-*"))
-        base = tmp_path / (name.replace("/", "_") + "-output-base")
-        bazel("build", ARCHS + "sm_80,sm_90", *targets, cwd=work, output_base=base)
-        info = bazel("info", "bazel-bin", ARCHS + "sm_80,sm_90", cwd=work, output_base=base)
-        bin_dir = pathlib.Path(info.stdout.strip())
-        builds.append((work, base, bin_dir, _outputs(bin_dir)))
-    bazel("shutdown", cwd=builds[0][0], output_base=builds[0][1])
-    bazel("shutdown", cwd=builds[1][0], output_base=builds[1][1])
-    (work_a, base_a, bin_a, a), (work_b, base_b, _, b) = builds
-    assert sorted(a) == sorted(b)
-    assert any(k.endswith(".cubin") for k in a) and any(k.endswith(".a") for k in a)
-    differ = sorted(k for k in a if a[k] != b[k])
-    # cicc -lto writes its working directory into the LTO-IR (nvcc's own LTO-IR differs
-    # between directories too; same inputs, same command): the one known difference,
-    # see docs/design.md. Everything built from it differs; nothing else may.
-    lto = [k for k in differ if k.startswith("examples/dlto/")]
-    assert not set(differ) - set(lto), f"outputs differ between checkouts: {differ}"
-    ltoir = [k for k in lto if k.endswith(".ltoir")]
-    assert ltoir, lto
-    for k in ltoir:
-        stem = k[: -len(".ltoir")]
-        assert a[stem + ".cpp1.ii"] == b[stem + ".cpp1.ii"], k
-        module_id = k.rsplit(".", 2)[0] + ".module_id"
-        assert a[module_id] == b[module_id], k
-    roots = [str(p) for p in (work_a, base_a, work_b, base_b, tmp_path, REPO)]
-    for rel, data in a.items():
-        if rel.endswith((".cpp1.ii", ".module_id")):
-            # Intermediate text, equal in both checkouts (checked above). gcc resolves
-            # CCCL's `..` includes through the SDK repository's symlinks, so a
+    work_b = tmp_path / "other-dir" / "checkout-b"
+    shutil.copytree(source, work_b, symlinks=True, ignore=shutil.ignore_patterns("bazel-*"))
+    _shift_mtimes(work_b, 86400)
+    assert (work_b / "examples/multi/add.cu").stat().st_mtime != (
+        source / "examples/multi/add.cu"
+    ).stat().st_mtime
+    checkouts = [
+        (source, tmp_path / "checkout-a-output-base", []),
+        (work_b, tmp_path / "other-dir_checkout-b-output-base", ["--spawn_strategy=local"]),
+    ]
+    results: dict[str, list[dict[str, bytes]]] = {name: [] for name, _, _ in BUILDS}
+    try:
+        for work, base, strategy in checkouts:
+            for name, flags, targets in BUILDS:
+                bazel("build", *strategy, *flags, *targets, cwd=work, output_base=base)
+                info = bazel("info", "bazel-bin", *flags, cwd=work, output_base=base)
+                results[name].append(_outputs(pathlib.Path(info.stdout.strip())))
+        # The template-instance source once more in checkout A after `bazel clean`.
+        work, base, _ = checkouts[0]
+        bazel("clean", cwd=work, output_base=base)
+        flags, targets = BUILDS[0][1], ["//tests/determinism:t"]
+        bazel("build", *flags, *targets, cwd=work, output_base=base)
+        info = bazel("info", "bazel-bin", *flags, cwd=work, output_base=base)
+        again = _outputs(pathlib.Path(info.stdout.strip()))
+    finally:
+        for work, base, _ in checkouts:
+            bazel("shutdown", cwd=work, output_base=base, check=False)
+
+    roots = [str(p) for p in (source, work_b, tmp_path, REPO)] + [
+        str(base) for _, base, _ in checkouts
+    ]
+    for name, (a, b) in results.items():
+        assert sorted(a) == sorted(b), name
+        assert any(k.endswith(".cubin") for k in a) and any(k.endswith(".a") for k in a), name
+        differ = sorted(k for k in a if a[k] != b[k])
+        assert not differ, f"{name}: outputs differ between checkouts: {differ}"
+        _assert_no_paths(name, a, roots)
+    examples = results["examples"][0]
+    assert any(k.endswith(".ltoir") for k in examples)
+    assert any(k.startswith("examples/dlto/") and k.endswith(".reg.c") for k in examples)
+    # Device-side launches link libcudadevrt's module: registered after the source's, as
+    # nvcc -dlink does (tests/test_rdc.py compares the file with nvcc's).
+    reg = examples["examples/dynamic_parallelism/_cuda/dynamic_parallelism_dlink/dlink/dlink.reg.c"]
+    assert reg.startswith(b"#define NUM_PRELINKED_OBJECTS 2\n"), reg
+    assert b"_cuda_device_runtime_cu_" in reg, reg
+
+    # cudafe++'s module id of a file without external functions: no mtime, working
+    # directory or process id in it, the same after `bazel clean`.
+    ids = {k: v for k, v in again.items() if k.startswith("tests/determinism/")}
+    assert any(k.endswith(".module_id") for k in ids), sorted(again)
+    module_id = next(v for k, v in ids.items() if k.endswith(".module_id")).decode()
+    assert re.fullmatch(r"_[0-9a-f]{8}_4_t_cu_[0-9a-f]{8}_0", module_id), module_id
+    for k, v in ids.items():
+        assert examples[k] == v, f"{k} differs after bazel clean"
+
+
+def _assert_no_paths(name: str, outputs: dict[str, bytes], roots: list[str]) -> None:
+    """No checkout, output base or sandbox directory in an output."""
+    for rel, data in outputs.items():
+        if rel.endswith((".ii", ".module_id", ".txt")):
+            # Intermediate text, equal in both checkouts (checked by the caller). gcc
+            # resolves CCCL's `..` includes through the SDK repository's symlinks, so a
             # preprocessed file may name the SDK's real directory; no object does.
             continue
         for leak in [r.encode() for r in roots] + [b"/sandbox/", b"/execroot/"]:
-            assert leak not in data, f"{rel} contains {leak!r}"
-    # The same as a user would check it, through `strings`.
-    for rel in a:
-        if rel.endswith((".cpp1.ii", ".module_id")):
-            continue
-        text = subprocess.run(
-            ["strings", "-a", str(bin_a / rel)], capture_output=True, text=True, check=True
-        ).stdout
-        hits = [line for line in text.splitlines() if any(r in line for r in roots)]
-        assert not hits, (rel, hits[:5])
+            assert leak not in data, f"{name}: {rel} contains {leak!r}"

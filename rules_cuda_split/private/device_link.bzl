@@ -187,7 +187,6 @@ def _cuda_device_link_impl(ctx):
         disallow_dynamic_library = True,
     )
 
-
     # nvcc links the device runtime into every rdc program's host link (`-lcudadevrt`):
     # where nvlink took a module from it (device-side launches), the registration file
     # names that module, whose host half (`__fatbinwrap_...`) is in the archive. A static

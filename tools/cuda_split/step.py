@@ -412,10 +412,10 @@ def _deterministic_module_id(
 
 
 def _missing_device_runtime(argv: Sequence[str]) -> str:
-    """Why nvlink's `-lcudadevrt` would find no library ("" when it does): nvlink links
-    without a library it does not find, silently, and a program that launches kernels from
-    the device then fails to link (`Undefined reference to '__cudaCDP2...'`) or, without
-    such launches, lacks the device runtime's registration nvcc's would have."""
+    """Why nvlink's `-lcudadevrt` would find no library ("" when it does): nvlink skips a
+    library it does not find, silently, and a program that launches kernels from the
+    device then fails to link far from the cause (`Undefined reference to
+    '__cudaCDP2GetLastError'`)."""
     if "-lcudadevrt" not in argv:
         return ""
     dirs = [a[2:] for a in argv if a.startswith("-L") and len(a) > 2]
