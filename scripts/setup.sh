@@ -4,7 +4,12 @@
 #      Go and the go.starlark.net sources, binutils;
 #   2. the pinned CUDA wheels of scripts/cuda-wheels.txt in .sdk/ (the SDK is then
 #      .sdk/nvidia/cu13/{bin,nvvm,include,lib});
-#   3. the Python dev tools of scripts/requirements-dev.txt;
+#   3. .venv/, this checkout's Python virtual environment: the dev tools of
+#      scripts/requirements-dev.txt (pytest, ruff) and the project's console scripts
+#      (nvcc-split, cuda-split; editable, from tools/ of this checkout). Nothing is
+#      installed into the system interpreter: `source .venv/bin/activate` puts them on
+#      PATH, or run .venv/bin/nvcc-split. (The Bazel actions need none of it: they run
+#      the step runner, standard library only, with the python3 on the action's PATH.)
 #   4. .offline/ (a rules_cc copy that Bazel 4.2.3 can load, a remote_coverage_tools
 #      stand-in) and the generated block of .bazelrc.user that points Bazel at them and
 #      at the SDK;
@@ -17,6 +22,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 OFFLINE="$ROOT/.offline"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
 SDK_DIR="$ROOT/.sdk"
 CUDA_PATH_DIR="$SDK_DIR/nvidia/cu13"
 APT_PACKAGES=(
@@ -58,9 +65,9 @@ install_apt_packages() {
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
             missing+=("$pkg")
     done
-    # pip installs the CUDA wheels; Debian ships it separately from python3.
-    if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
-        missing+=(python3-pip)
+    # `python3 -m venv` needs ensurepip, which Debian ships apart from python3.
+    if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip' 2>/dev/null; then
+        missing+=(python3-venv)
     fi
     ((${#missing[@]} == 0)) && return 0
     local sudo=()
@@ -71,14 +78,22 @@ install_apt_packages() {
         "${APT_PACKAGES[@]}" "${missing[@]}"
 }
 
-# pip refuses to install into a Debian-managed interpreter (PEP 668) unless told to;
-# a pyenv or venv interpreter needs no flag.
-pip_system_flags() {
-    python3 - <<'EOF'
-import os, sys, sysconfig
-managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-print("--break-system-packages" if managed and sys.prefix == sys.base_prefix else "")
-EOF
+# .venv/ from the python3 on PATH (3.11 or later); made again when that interpreter
+# changes (a venv refers to its base interpreter by path).
+make_venv() {
+    local want
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+        log "error: python3 is $(python3 --version 2>&1); rules_cuda_split needs 3.11 or later"
+        exit 1
+    }
+    want="$(python3 -c 'import sys; print(sys.version, sys.base_prefix)')"
+    if [[ -x "$PY" && "$(cat "$VENV/.stamp" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    log "making the virtual environment .venv/ ($(python3 --version))"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    echo "$want" >"$VENV/.stamp"
 }
 
 install_cuda_wheels() {
@@ -93,7 +108,7 @@ install_cuda_wheels() {
     # --no-deps: the requirements file is the complete, pinned set; --target does not
     # touch the interpreter's site-packages. Installed beside .sdk/ and moved in at the
     # end, so an interrupted run never leaves a half SDK behind a valid stamp.
-    python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps \
         --target "$partial" -r scripts/cuda-wheels.txt
     [[ -x "$partial/nvidia/cu13/bin/nvcc" ]] || {
         log "error: the wheels gave no nvidia/cu13/bin/nvcc"
@@ -120,7 +135,7 @@ normalize_sdk_mtimes() {
 
 install_dev_tools() {
     # Fast path: every pinned distribution is already installed at its pinned version.
-    if python3 - scripts/requirements-dev.txt <<'EOF'; then return 0; fi
+    if "$PY" - scripts/requirements-dev.txt <<'EOF'; then return 0; fi
 import importlib.metadata as md, re, sys
 for line in open(sys.argv[1]):
     m = re.match(r"\s*([A-Za-z0-9_.-]+)==(\S+)", line)
@@ -132,29 +147,23 @@ for line in open(sys.argv[1]):
     except md.PackageNotFoundError:
         sys.exit(1)
 EOF
-    log "installing Python dev tools of scripts/requirements-dev.txt"
-    local flags
-    flags="$(pip_system_flags)"
-    # shellcheck disable=SC2086  # $flags is empty or one flag
-    python3 -m pip install -q --disable-pip-version-check $flags -r scripts/requirements-dev.txt
+    log "installing the Python dev tools of scripts/requirements-dev.txt into .venv/"
+    "$PY" -m pip install -q --disable-pip-version-check -r scripts/requirements-dev.txt
 }
 
-# The project's console scripts (nvcc-split, cuda-split), from tools/ in place, with the
-# `remote` extra (grpcio, protobuf, pinned in pyproject.toml) for nvcc-split --remote.
+# The project's console scripts (nvcc-split, cuda-split) in .venv/bin, from this
+# checkout's tools/ in place (editable: an edit needs no reinstall), with the `remote`
+# extra (grpcio, protobuf, pinned in pyproject.toml) for nvcc-split --remote.
 install_project() {
-    local stamp="$ROOT/.cache/project.stamp" want
-    want="$(sha256_of pyproject.toml)"
-    if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] &&
-        python3 -c 'import cuda_split, grpc, google.protobuf' 2>/dev/null; then
+    local stamp="$VENV/.project.stamp" want
+    want="$(sha256_of pyproject.toml) $ROOT"
+    if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" && -x "$VENV/bin/nvcc-split" ]] &&
+        "$PY" -c 'import cuda_split, grpc, google.protobuf' 2>/dev/null; then
         return 0
     fi
-    log "installing the cuda_split package (editable, with its remote extra) and its console scripts"
-    local flags
-    flags="$(pip_system_flags)"
+    log "installing the cuda_split package into .venv/ (editable, with its remote extra)"
     # With dependencies: grpcio needs typing-extensions.
-    # shellcheck disable=SC2086  # $flags is empty or one flag
-    python3 -m pip install -q --disable-pip-version-check $flags -e ".[remote]"
-    mkdir -p "$ROOT/.cache"
+    "$PY" -m pip install -q --disable-pip-version-check -e ".[remote]"
     echo "$want" >"$stamp"
 }
 
@@ -276,6 +285,7 @@ build_starlark() {
 }
 
 install_apt_packages
+make_venv
 install_cuda_wheels
 normalize_sdk_mtimes "$SDK_DIR"
 install_dev_tools
@@ -288,4 +298,4 @@ build_starlark
 # BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone.
 bash "$ROOT/scripts/reapi_setup.sh"
 
-log "ready (CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/})"
+log "ready (CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"

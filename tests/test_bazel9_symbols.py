@@ -7,6 +7,7 @@ catches a planted violation and ignores names in comments and strings."""
 from __future__ import annotations
 
 import pathlib
+import re
 import textwrap
 
 from bazel9_symbols import repo_files, scan_repo, scan_text
@@ -144,3 +145,16 @@ print(json.encode([sdk_build_file(struct(
     )
     assert "cc_library(" in text
     assert scan_text(text, "@local_cuda//:BUILD.bazel", is_build=True) == []
+
+
+def test_readme_compatibility_table_names_each_version_and_its_guards() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Compatibility", 1)[1].split("\n## ", 1)[0]
+    rows = {ln.split("|")[1].strip(): ln for ln in section.splitlines() if ln.startswith("| ")}
+    assert {"4.2.3", "7.x", "8.x", "9.x"} <= set(rows)
+    assert "tested in CI" in rows["4.2.3"]
+    for version in ("7.x", "8.x", "9.x"):
+        assert "not run here" in rows[version], version
+    for name in re.findall(r"`(tests/[\w/]+\.py)`", section):
+        assert (REPO / name).is_file(), name
+    assert "tests/test_bazel9_symbols.py" in rows["9.x"]

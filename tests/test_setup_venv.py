@@ -1,0 +1,113 @@
+"""Set-up keeps the project's Python tools in this checkout's `.venv/`, not in the system
+interpreter: `nvcc-split`/`cuda-split` there run this checkout's `tools/`, and the tests
+run from it (scripts/test.sh). The Bazel actions need none of it: the step runner runs
+with a bare system `python3` (standard library only)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from starlark_util import REPO
+
+VENV = REPO / ".venv"
+SETUP = (REPO / "scripts" / "setup.sh").read_text()
+TEST_SH = (REPO / "scripts" / "test.sh").read_text()
+
+
+def _code(script: str) -> str:
+    """The script without its comments."""
+    return "\n".join(line.split("#", 1)[0] for line in script.splitlines())
+
+
+def test_setup_installs_nothing_into_the_system_interpreter() -> None:
+    code = _code(SETUP)
+    assert "--break-system-packages" not in code
+    assert not re.search(r"\bpython3 -m pip\b", code), "pip of the system python3"
+    for line in code.splitlines():
+        if "pip install" in line:
+            assert '"$PY" -m pip install' in line, line
+    assert 'VENV="$ROOT/.venv"' in SETUP and 'PY="$VENV/bin/python"' in SETUP
+    assert '"$PY" -m pip install -q --disable-pip-version-check -e ".[remote]"' in SETUP
+
+
+def test_test_sh_runs_pytest_and_ruff_from_the_venv() -> None:
+    code = _code(TEST_SH)
+    assert ".venv/bin/python -m ruff check tools tests" in code
+    assert '.venv/bin/python -m pytest -ra "$@"' in code
+    assert not re.search(r"^\s*python3 ", code, re.M)
+
+
+def test_venv_is_ignored_by_git() -> None:
+    proc = subprocess.run(["git", "check-ignore", "-q", ".venv/bin/python"], cwd=REPO, check=False)
+    assert proc.returncode == 0
+
+
+def _venv_tool(name: str) -> pathlib.Path:
+    tool = VENV / "bin" / name
+    if not tool.is_file():
+        pytest.fail(f"no {tool}: run `bash scripts/setup.sh`")
+    return tool
+
+
+@pytest.mark.parametrize("name", ["nvcc-split", "cuda-split"])
+def test_console_scripts_run_this_checkouts_tools(name: str) -> None:
+    tool = _venv_tool(name)
+    # Their interpreter is the venv's, whose cuda_split is this checkout's tools/.
+    shebang = tool.read_text().splitlines()[0]
+    assert shebang.startswith(f"#!{VENV}/bin/python"), shebang
+    where = subprocess.run(
+        [str(VENV / "bin" / "python"), "-c", "import cuda_split; print(cuda_split.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    ).stdout.strip()
+    assert pathlib.Path(where) == REPO / "tools" / "cuda_split" / "__init__.py"
+    proc = subprocess.run([str(tool), "--help"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert name in proc.stdout
+
+
+def test_the_suite_runs_from_the_venv_so_subprocesses_find_cuda_split() -> None:
+    """Tests start `sys.executable -m cuda_split....`: that interpreter must import this
+    checkout's package without PYTHONPATH (run the suite with scripts/test.sh or
+    .venv/bin/python -m pytest)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "import cuda_split; print(cuda_split.__file__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert proc.returncode == 0, f"{sys.executable} has no cuda_split: {proc.stderr}"
+    assert pathlib.Path(proc.stdout.strip()).parent.parent == REPO / "tools"
+
+
+def test_step_runner_needs_only_the_standard_library() -> None:
+    """Bazel actions run the step runner with the system python3 on the action's PATH,
+    with -S (no site-packages): every module of //tools:step_runner must import so."""
+    python = shutil.which("python3", path="/usr/bin:/bin") or pytest.fail("no /usr/bin/python3")
+    modules = ["cuda_split.step", "cuda_split.pipeline", "cuda_split.plan", "cuda_split.archlist"]
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'tools')!r})\n" + "".join(
+        f"import {m}\n" for m in modules
+    )
+    proc = subprocess.run(
+        [python, "-S", "-E", "-B", "-c", code], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_readme_starts_with_the_two_commands_and_says_how_to_reach_the_tools() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = [ln.split("#")[0].strip() for ln in readme.splitlines() if ln.startswith("    ")]
+    assert commands[:2] == ["bash scripts/examples.sh", "bash scripts/test.sh"]
+    assert "source .venv/bin/activate" in readme and ".venv/bin/nvcc-split" in readme
