@@ -7,8 +7,9 @@ host's CUDA installs, the project's SDK, nor the test's checkouts and output bas
 - sharing: build A (sm_80,sm_90) from checkout 1 / output base 1 and build B (sm_90)
   from checkout 2 / output base 2, both with --remote_cache; `cuda-split explain` on
   their execution logs; the same for compile_mode=mono (the baseline);
-- remote execution: the same targets with --remote_executor, every CUDA action remote,
-  outputs byte-identical to build A's (local, sandboxed);
+- remote execution: every example (build A builds them all) with --remote_executor,
+  every CUDA action remote, outputs byte-identical to build A's (local, sandboxed); the
+  same for compile_mode=mono and for -G;
 - faults: workers killed (SIGKILL) and stopped (SIGTERM) mid-action, the backend down,
   a corrupted CAS blob.
 """
@@ -48,6 +49,8 @@ TARGETS = [
     "//examples/thrust:thrust_cub",
 ]
 MONO_TARGETS = ["//examples/saxpy:saxpy", "//examples/multi:vector_ops"]
+# Build A (sandboxed, remote cache) and the remote build: every example.
+ALL_EXAMPLES = ["//examples/..."]
 CCCL_SOURCES = {"examples/thrust/cub_reduce.cu", "examples/thrust/thrust_sort.cu"}
 COMMON = ["--jobs=3", "--materialize_param_files"]
 # Checkout 1, checkout 2 (another directory), and output bases "1", "2", "remote".
@@ -98,8 +101,9 @@ def _outputs(bin_dir: pathlib.Path, prefixes: tuple[str, ...] = ("examples/",)) 
         if not rel.startswith(prefixes):
             continue
         if rel.endswith(
-            (".o", ".a", ".ptx", ".cubin", ".fatbin.c", ".ii", ".stub.c", ".module_id")
-        ) or (path.stat().st_mode & 0o111 and "." not in path.name):
+            (".o", ".a", ".ptx", ".cubin", ".ltoir", ".fatbin.c", ".ii", ".stub.c",
+             ".cudafe1.cpp", ".module_id", ".reg.c", ".prelinked")
+        ) or (path.stat().st_mode & 0o111 and "." not in path.name):  # fmt: skip
             found[rel] = path.read_bytes()
     return found
 
@@ -207,8 +211,9 @@ def build_a(
     one, _, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     return _build(
-        one, bases["1"], logs / "a.json", ARCHS + "sm_80,sm_90", *backend.remote_cache_flags()
-    )
+        one, bases["1"], logs / "a.json", ARCHS + "sm_80,sm_90", *backend.remote_cache_flags(),
+        targets=ALL_EXAMPLES,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -377,7 +382,7 @@ def remote_build(
         one, bases["remote"], logs / "remote.json", ARCHS + "sm_80,sm_90",
         *backend.remote_execution_flags(),
         # Run everything on the workers: build A put these actions in the cache.
-        "--noremote_accept_cached", check=False,
+        "--noremote_accept_cached", targets=ALL_EXAMPLES, check=False,
     )  # fmt: skip
     assert "Build completed successfully" in remote.stderr, remote.stderr[-4000:] + _backend_logs(
         backend
@@ -417,6 +422,10 @@ def test_remote_execution_matches_local_build(remote_build: Build, build_a: Buil
     assert not missing, missing
     final = [k for k in build_a.outputs if not k.endswith(".ii")]
     assert any(k.endswith(".cubin") for k in final) and any(k.endswith(".o") for k in final)
+    # All examples: -lineinfo (multi), LTO-IR (dlto), the device runtime (dynamic
+    # parallelism's registration file).
+    for kind in (".ltoir", ".reg.c", ".prelinked"):
+        assert any(k.startswith("examples/dlto/") and k.endswith(kind) for k in final), kind
     differ = [k for k in final if build_a.outputs[k] != remote.outputs[k]]
     assert not differ, f"remote outputs differ from the local build: {differ}"
 
@@ -492,6 +501,38 @@ def test_remote_mono_lineinfo_cubins_identical(
     local = _output_digests(mono_builds[0].log, "CudaCompileMono")
     remote = _output_digests(remote_mono.log, "CudaCompileMono")
     differ = sorted(k for k in local if local[k] != remote[k])
+    assert not differ, differ
+
+
+DEBUG = "--features=cuda_device_debug"
+
+
+def test_remote_device_debug_matches_sandboxed(
+    backend: Backend, checkouts: Checkouts, tmp_path: pathlib.Path
+) -> None:
+    """-G (and -lineinfo): cicc writes its working directory into the PTX's DWARF, ptxas
+    copies it into the cubin; the step gives cicc PWD=/proc/self/cwd, so a sandbox and a
+    worker write the same bytes."""
+    one, _, bases = checkouts
+    flags = [ARCHS + "sm_80", DEBUG]
+    targets = ["//examples/multi:vector_ops"]
+    local = _build(one, bases["1"], tmp_path / "g.json", *flags, targets=targets)
+    remote = _build(
+        one, bases["remote"], tmp_path / "g-remote.json", *flags,
+        *backend.remote_execution_flags(), "--noremote_accept_cached", targets=targets,
+    )  # fmt: skip
+    assert re.search(r"\d+ remote\b", _summary_line(remote.stderr)), remote.stderr[-2000:]
+    # What this build wrote (the output bases hold other builds' files too).
+    written = {
+        str(o["path"]).split("/bin/", 1)[1]
+        for s in _spawns(local.log)
+        for o in s.get("actualOutputs", [])
+        if "/bin/examples/" in str(o["path"])
+    }
+    ours = {k: v for k, v in local.outputs.items() if k in written}
+    cubins = [k for k in ours if k.endswith(".sm_80.cubin")]
+    assert len(cubins) == 3 and all(b"/proc/self/cwd" in ours[k] for k in cubins), cubins
+    differ = sorted(k for k in ours if ours[k] != remote.outputs.get(k))
     assert not differ, differ
 
 
