@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -18,6 +19,8 @@ from bazel_util import REPO
 from conftest import sdk_root
 
 pytestmark = pytest.mark.bazel
+
+Bazel = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def run(workspace: pathlib.Path):
+def run(workspace: pathlib.Path) -> Iterator[Bazel]:
     base = workspace / "output-base"
 
     def bazel(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -64,7 +67,7 @@ def run(workspace: pathlib.Path):
     bazel("shutdown", env={})
 
 
-def test_garbage_cuda_path_fails_naming_it(run) -> None:
+def test_garbage_cuda_path_fails_naming_it(run: Bazel) -> None:
     proc = run("query", "--repo_env=CUDA_PATH=/garbage", "@local_cuda//:nvcc", env={})
     assert proc.returncode != 0, proc.stderr
     assert (
@@ -74,14 +77,16 @@ def test_garbage_cuda_path_fails_naming_it(run) -> None:
     assert "--repo_env=CUDA_PATH=" in proc.stderr
 
 
-def test_garbage_cuda_home_in_the_environment_fails_naming_it(run, tmp_path) -> None:
+def test_garbage_cuda_home_in_the_environment_fails_naming_it(
+    run: Bazel, tmp_path: pathlib.Path
+) -> None:
     proc = run("query", "@local_cuda//:nvcc", env={"CUDA_HOME": str(tmp_path)})
     assert proc.returncode != 0, proc.stderr
     assert f'CUDA_HOME is set to "{tmp_path}", which is not a CUDA SDK: ' in proc.stderr
     assert f'"{tmp_path}" has no bin/nvcc' in proc.stderr, proc.stderr[-3000:]
 
 
-def test_wrapper_nvcc_on_path_is_passed_over_silently(run, workspace: pathlib.Path) -> None:
+def test_wrapper_nvcc_on_path_is_passed_over_silently(run: Bazel, workspace: pathlib.Path) -> None:
     path = f"{workspace / 'wrapper' / 'bin'}:{os.environ['PATH']}"
     proc = run("query", "@local_cuda//:nvcc", env={"PATH": path})
     assert proc.returncode == 0, proc.stderr[-3000:]
