@@ -219,8 +219,14 @@ class StepCommand:
 
     def _is_output(self, plan_path: str) -> bool:
         argv = self.step.argv
-        for flag in ("-o", "--gen_c_file_name", "--module_id_file_name", "--stub_file_name",
-                     "--embedded-fatbin", "--create"):
+        for flag in (
+            "-o",
+            "--gen_c_file_name",
+            "--module_id_file_name",
+            "--stub_file_name",
+            "--embedded-fatbin",
+            "--create",
+        ):
             if planlib.flag_value(argv, flag) == plan_path:
                 # cicc and fatbinary read the module id; cudafe++ writes it.
                 if flag == "--module_id_file_name" and self.step.kind != planlib.CUDAFE:
@@ -333,8 +339,7 @@ def execute(
             plan, step, files, args.nvcc, args.orig_src_path_name or args.src, scratch
         )
         argv = cmd.argv
-        if step.kind in (planlib.HOST_PREPROCESS, planlib.DEVICE_PREPROCESS,
-                         planlib.HOST_COMPILE):
+        if step.kind in (planlib.HOST_PREPROCESS, planlib.DEVICE_PREPROCESS, planlib.HOST_COMPILE):
             argv = _deterministic(argv)
         for path in cmd.outputs:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
