@@ -195,3 +195,55 @@ def _assert_no_paths(name: str, outputs: dict[str, bytes], roots: list[str]) -> 
             continue
         for leak in [r.encode() for r in roots] + [b"/sandbox/", b"/execroot/"]:
             assert leak not in data, f"{name}: {rel} contains {leak!r}"
+
+
+def _classic_sdk(wheels: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
+    """A classic-layout view of the wheels' SDK: targets/x86_64-linux/{include,lib},
+    lib64 and include symlinks to them, nvvm/lib64/libnvvm.so (as /usr/local/cuda has)."""
+    target = root / "targets" / "x86_64-linux"
+    target.mkdir(parents=True)
+    (root / "bin").mkdir()
+    for tool in (wheels / "bin").iterdir():
+        (root / "bin" / tool.name).symlink_to(tool)
+    for entry in ("include", "lib"):
+        (target / entry).symlink_to(wheels / entry)
+    (root / "lib64").symlink_to("targets/x86_64-linux/lib")
+    (root / "include").symlink_to("targets/x86_64-linux/include")
+    (root / "nvvm" / "lib64").mkdir(parents=True)
+    for entry in (wheels / "nvvm").iterdir():
+        (root / "nvvm" / entry.name).symlink_to(entry)
+    libnvvm = sorted((wheels / "lib").glob("libnvvm.so*"))[0]
+    (root / "nvvm" / "lib64" / "libnvvm.so").symlink_to(libnvvm)
+    return root
+
+
+def test_classic_layout_links_the_device_runtime_under_every_strategy(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The device link's `-L<sdk>/bin/../...` and `-nvvmpath=<sdk>/bin/../nvvm` resolve in
+    the SDK repository (its bin/ is a directory of symlinks) for the classic layout as for
+    the wheels (test_two_checkouts_build_byte_identical_outputs), sandboxed and not: a
+    program with device-side launches and a -dlto program link, with libcudadevrt's module
+    registered, and the same binaries both ways."""
+    wheels = REPO / ".sdk" / "nvidia" / "cu13"
+    if not (wheels / "bin" / "nvcc").is_file():
+        pytest.skip("needs the wheels' SDK of scripts/setup.sh")
+    sdk = _classic_sdk(wheels, tmp_path / "cuda")
+    base = tmp_path / "output-base"
+    flags = [f"--repo_env=CUDA_PATH={sdk}", ARCHS + "sm_80"]
+    targets = ["//examples/dynamic_parallelism:dynamic_parallelism", "//examples/dlto:dlto"]
+    reg = "examples/dynamic_parallelism/_cuda/dynamic_parallelism_dlink/dlink/dlink.reg.c"
+    builds = []
+    try:
+        for strategy in ([], ["--spawn_strategy=local"]):
+            bazel("clean", cwd=REPO, output_base=base)
+            bazel("build", *strategy, *flags, *targets, cwd=REPO, output_base=base)
+            info = bazel("info", "bazel-bin", *flags, cwd=REPO, output_base=base)
+            builds.append(_outputs(pathlib.Path(info.stdout.strip())))
+    finally:
+        bazel("shutdown", cwd=REPO, output_base=base, check=False)
+    sandboxed, local = builds
+    assert sandboxed[reg].startswith(b"#define NUM_PRELINKED_OBJECTS 2\n"), sandboxed[reg]
+    assert sorted(sandboxed) == sorted(local)
+    differ = sorted(k for k in sandboxed if sandboxed[k] != local[k])
+    assert not differ, differ
