@@ -142,8 +142,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--keep-cwd-in-debug-paths",
         action="store_true",
-        help="leave the working directory in PTX .file paths (nvcc's behaviour; by "
-        "default it is removed so outputs do not depend on where the build ran)",
+        help="leave the working directory in cicc's outputs: PTX .file paths, -G's "
+        "DW_AT_comp_dir, LTO-IR (nvcc's behaviour; by default cicc gets "
+        "PWD=/proc/self/cwd and .file paths lose it, so outputs do not depend on where "
+        "the build ran)",
     )
     p.add_argument("--verbose", action="store_true", help="print the command run")
     args = p.parse_args(list(argv))
