@@ -269,6 +269,26 @@ write_bazelrc_user() {
     } | write_if_changed .bazelrc.user
 }
 
+# buildifier (Starlark formatter), pinned, from the npm registry into .cache/node; the
+# test suite checks every .bzl and BUILD file with it (tests/test_format.py).
+BUILDIFIER="@bazel/buildifier@8.2.1"
+install_buildifier() {
+    local dir="$ROOT/.cache/node"
+    if [[ -x "$dir/node_modules/.bin/buildifier" && "$(cat "$dir/.stamp" 2>/dev/null)" == "$BUILDIFIER" ]]; then
+        return 0
+    fi
+    if ! command -v npm >/dev/null; then
+        local sudo=()
+        [[ "$(id -u)" == 0 ]] || sudo=(sudo)
+        log "installing npm (for buildifier)"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y npm
+    fi
+    log "installing $BUILDIFIER into .cache/node"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --silent "$BUILDIFIER" >/dev/null
+    echo "$BUILDIFIER" >"$dir/.stamp"
+}
+
 build_starlark() {
     local out="$OFFLINE/bin/starlark" want
     want="$(sha256_of tools/starlark/main.go) $(go version)"
@@ -294,6 +314,7 @@ make_rules_cc
 make_remote_coverage_tools
 write_bazelrc_user
 build_starlark
+install_buildifier
 # --- REAPI test backend (tests/reapi/, scripts/reapi_backend.sh): postgresql-15 and
 # BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone.
 bash "$ROOT/scripts/reapi_setup.sh"
