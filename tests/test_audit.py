@@ -320,3 +320,8 @@ def test_not_a_binary_is_an_error(tmp_path, capsys):
 def test_compatibility_rules(kind, arch, variant, gpu, ok):
     e = audit.Entry(kind, arch, variant, 0, 0, "", [])
     assert e.runs_on(gpu) is ok
+
+
+def test_gpu_check_script_parses():
+    r = subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_audit_check.sh")])
+    assert r.returncode == 0
