@@ -325,3 +325,34 @@ def test_compatibility_rules(kind, arch, variant, gpu, ok):
 def test_gpu_check_script_parses():
     r = subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_audit_check.sh")])
     assert r.returncode == 0
+
+
+@pytest.mark.bazel
+def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
+    from bazel_util import bazel
+
+    base = tmp_path_factory.mktemp("ob-audit")
+    targets = ["//tests/audit:fat_runs_sass_on_ampere", "//tests/audit:fat_jits_on_hopper"]
+    try:
+        bazel("test", *targets, output_base=base)
+        failing = bazel(
+            "test", "//tests/audit:fat_needs_sass_on_hopper", output_base=base, check=False
+        )
+        assert failing.returncode == 3, failing.stderr[-3000:]  # 3: a test failed
+        assert "JIT from compute_90 PTX" in failing.stdout + failing.stderr
+        bazel(
+            "build",
+            "--output_groups=cuda_audit",
+            "//tests/audit:sm80_fails_on_hopper",
+            output_base=base,
+        )
+        bin_dir = pathlib.Path(bazel("info", "bazel-bin", output_base=base).stdout.strip())
+        report = (bin_dir / "tests/audit/sm80_fails_on_hopper.audit.txt").read_text()
+        assert "sm_90   cannot run (no kernel image)   <- fails --require" in report
+        # The Bazel-built binaries read as cuobjdump reads them.
+        bazel("build", "//tests/audit:rdc", "//tests/audit:kernels_fat", output_base=base)
+        for name in ("rdc", "kernels_fat", "kernels_sm80"):
+            path = bin_dir / "tests/audit" / name
+            assert ours(path) == oracle(cuobjdump, path), name
+    finally:
+        bazel("shutdown", output_base=base, check=False)
