@@ -350,9 +350,13 @@ def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
         report = (bin_dir / "tests/audit/sm80_fails_on_hopper.audit.txt").read_text()
         assert "sm_90   cannot run (no kernel image)   <- fails --require" in report
         # The Bazel-built binaries read as cuobjdump reads them.
-        bazel("build", "//tests/audit:rdc", "//tests/audit:kernels_fat", output_base=base)
-        for name in ("rdc", "kernels_fat", "kernels_sm80"):
+        bazel("build", "//tests/audit:rdc", "//tests/audit:dlto", output_base=base)
+        for name in ("rdc", "dlto", "kernels_fat", "kernels_sm80"):
             path = bin_dir / "tests/audit" / name
             assert ours(path) == oracle(cuobjdump, path), name
+        assert verdicts(bin_dir / "tests/audit/dlto", "sm_90,sm_100") == {
+            "sm_90": ["sass sm_90"],
+            "sm_100": ["fail"],
+        }
     finally:
         bazel("shutdown", output_base=base, check=False)
