@@ -28,6 +28,10 @@ import time
 from collections.abc import Sequence
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import run as bench  # noqa: E402  benchmarks/run.py
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 ONE_KERNEL = """__global__ void scale(float* x, float a, int n) {
@@ -70,12 +74,7 @@ def checkout(ref: str, dest: pathlib.Path) -> pathlib.Path:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     else:
-        files = _run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], REPO)
-        for name in files.splitlines():
-            src = REPO / name
-            if src.is_file():
-                (dest / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest / name)
+        bench.copy_workspace(dest)  # benchmarks/run.py's copy of the working tree
     shutil.copy2(REPO / ".bazelrc.user", dest / ".bazelrc.user")
     (dest / "bench/one").mkdir(parents=True, exist_ok=True)
     (dest / "bench/one/BUILD.bazel").write_text(BENCH_BUILD)
