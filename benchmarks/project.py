@@ -45,10 +45,15 @@ import run as bench  # noqa: E402  benchmarks/run.py
 from cuda_split import simulate  # noqa: E402
 
 ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
-PER_ARCH = {"CudaDevicePreprocess": ["device_preprocess"], "CudaCicc": ["cicc"],
-            "CudaPtxas": ["ptxas"]}  # fmt: skip
-PER_SOURCE = {"CudaFrontend": ["host_preprocess", "cudafe"],
-              "CudaHostCompile": ["fatbinary", "host_compile"]}  # fmt: skip
+PER_ARCH = {
+    "CudaDevicePreprocess": ["device_preprocess"],
+    "CudaCicc": ["cicc"],
+    "CudaPtxas": ["ptxas"],
+}
+PER_SOURCE = {
+    "CudaFrontend": ["host_preprocess", "cudafe"],
+    "CudaHostCompile": ["fatbinary", "host_compile"],
+}
 
 
 def per_file_cpu(path: pathlib.Path) -> dict[str, float]:
@@ -87,11 +92,20 @@ def workspace(work: pathlib.Path, subset: str) -> tuple[pathlib.Path, list[str]]
 
 def aquery(ws: pathlib.Path, base: pathlib.Path, mode: str, out: pathlib.Path) -> None:
     proc = subprocess.run(
-        ["bazel", f"--output_base={base}", "aquery", f"--//cuda:compile_mode={mode}",
-         f"--//cuda:archs={ARCHS}", 'mnemonic("Cuda.*", //bench/ggml:ggml_cuda)',
-         "--output=jsonproto"],
-        cwd=ws, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "bazel",
+            f"--output_base={base}",
+            "aquery",
+            f"--//cuda:compile_mode={mode}",
+            f"--//cuda:archs={ARCHS}",
+            'mnemonic("Cuda.*", //bench/ggml:ggml_cuda)',
+            "--output=jsonproto",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         sys.exit(f"bazel aquery failed:\n{proc.stderr[-3000:]}")
     out.write_text(proc.stdout)
@@ -167,22 +181,47 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 for w in workers:
                     pr = simulate.simulate(actions, w, args.overhead_ms / 1000)
-                    rows.append({"mode": mode, "actions": len(actions), "missing": missing,
-                                 **vars(pr), "utilisation": pr.utilisation})  # fmt: skip
-                    print(f"{mode:5} {w:4} workers: wall {pr.wall:8.1f} s, critical path "
-                          f"{pr.critical_path:7.1f} s, work {pr.work:8.1f} s")  # fmt: skip
+                    rows.append(
+                        {
+                            "mode": mode,
+                            "actions": len(actions),
+                            "missing": missing,
+                            **vars(pr),
+                            "utilisation": pr.utilisation,
+                        }
+                    )
+                    print(
+                        f"{mode:5} {w:4} workers: wall {pr.wall:8.1f} s, critical path "
+                        f"{pr.critical_path:7.1f} s, work {pr.work:8.1f} s"
+                    )
         finally:
-            subprocess.run(["bazel", f"--output_base={base}", "shutdown"], cwd=ws,
-                           capture_output=True, check=False)  # fmt: skip
+            subprocess.run(
+                ["bazel", f"--output_base={base}", "shutdown"],
+                cwd=ws,
+                capture_output=True,
+                check=False,
+            )
     write(pathlib.Path(args.out), label, args, sources, shares, rows)
     return 0
 
 
-def write(out: pathlib.Path, label: str, args: argparse.Namespace, sources: list[str],
-          shares: dict[str, float], rows: list[dict]) -> None:  # fmt: skip
+def write(
+    out: pathlib.Path,
+    label: str,
+    args: argparse.Namespace,
+    sources: list[str],
+    shares: dict[str, float],
+    rows: list[dict],
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"label": label, "files": len(sources), "archs": ARCHS,
-           "overhead_ms": args.overhead_ms, "kind_shares": shares, "rows": rows}  # fmt: skip
+    doc = {
+        "label": label,
+        "files": len(sources),
+        "archs": ARCHS,
+        "overhead_ms": args.overhead_ms,
+        "kind_shares": shares,
+        "rows": rows,
+    }
     (out / f"{label}.json").write_text(json.dumps(doc, indent=1) + "\n")
     by = {(r["mode"], r["workers"]): r for r in rows}
     workers = sorted({r["workers"] for r in rows})
@@ -200,11 +239,16 @@ def write(out: pathlib.Path, label: str, args: argparse.Namespace, sources: list
     ]
     for w in workers:
         m, s = by[("mono", w)], by[("split", w)]
-        lines.append(f"| {w} | {m['wall']:.0f} | {s['wall']:.0f} | {s['wall'] / m['wall']:.2f}× "
-                     f"| {m['critical_path']:.0f} | {s['critical_path']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {w} | {m['wall']:.0f} | {s['wall']:.0f} | {s['wall'] / m['wall']:.2f}× "
+            f"| {m['critical_path']:.0f} | {s['critical_path']:.0f} |"
+        )
     m, s = by[("mono", workers[0])], by[("split", workers[0])]
-    lines += ["", f"Work: mono {m['work']:.0f} s in {m['actions']} actions, split "
-              f"{s['work']:.0f} s in {s['actions']} actions."]  # fmt: skip
+    lines += [
+        "",
+        f"Work: mono {m['work']:.0f} s in {m['actions']} actions, split "
+        f"{s['work']:.0f} s in {s['actions']} actions.",
+    ]
     if m["missing"] or s["missing"]:
         missing = sorted(set(m["missing"] + s["missing"]))
         lines.append(f"Files without a measurement (0 s): {missing}")

@@ -117,8 +117,7 @@ def run_measured(
         out.write(f"$ {makeflags}{' '.join(argv)}\n".encode())
         out.flush()
         start = time.monotonic()
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -138,8 +137,10 @@ class JobResult:
 
 
 def run_pool(
-    tasks: Sequence[tuple[str, Callable[[], JobResult]]], jobs: int, jobserver: str = "",
-) -> dict[str, Any]:  # fmt: skip
+    tasks: Sequence[tuple[str, Callable[[], JobResult]]],
+    jobs: int,
+    jobserver: str = "",
+) -> dict[str, Any]:
     """Run the tasks on `jobs` threads (each runs its processes): make -jJ. Totals.
 
     With `jobserver` (a jobserver's address, holding jobs - 1 tokens), the pool is make's
@@ -322,10 +323,15 @@ def copy_workspace(dst: pathlib.Path) -> None:
     """A copy of the repository (what git tracks or would track, and .bazelrc.user), so
     that Bazel runs in its own output base and edits touch no one's checkout."""
     try:
-        listing = subprocess.run(
-            ["git", "-C", str(REPO), "ls-files", "-z", "-co", "--exclude-standard"],
-            capture_output=True, check=True,
-        ).stdout.decode().split("\0")  # fmt: skip
+        listing = (
+            subprocess.run(
+                ["git", "-C", str(REPO), "ls-files", "-z", "-co", "--exclude-standard"],
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .split("\0")
+        )
         files = [f for f in listing if f and not f.startswith("benchmarks/results/")]
     except (OSError, subprocess.CalledProcessError):
         skip = {".git", ".cache", ".sdk", ".venv", ".offline", "results", "__pycache__"}
@@ -333,9 +339,10 @@ def copy_workspace(dst: pathlib.Path) -> None:
             p.relative_to(REPO).as_posix()
             for p in REPO.rglob("*")
             if p.is_file()
-            and not any(part in skip or part.startswith("bazel-")
-                        for part in p.relative_to(REPO).parts)
-        ]  # fmt: skip
+            and not any(
+                part in skip or part.startswith("bazel-") for part in p.relative_to(REPO).parts
+            )
+        ]
     if (REPO / ".bazelrc.user").is_file():
         files.append(".bazelrc.user")
     for rel in files:
@@ -445,8 +452,7 @@ def compile_task(
         if config == "nvcc":
             procs = [run_measured([ctx.nvcc, *args], job.cwd, ctx.env, log)]
         elif config == "nvcc-t":
-            procs = [run_measured([ctx.nvcc, *args, "-t", str(len(archs))], job.cwd, ctx.env,
-                                  log)]  # fmt: skip
+            procs = [run_measured([ctx.nvcc, *args, "-t", str(len(archs))], job.cwd, ctx.env, log)]
         elif config == "split":
             opts = ["-j", str(kw.get("j") or ctx.split_j(archs))]
             if ctx.split_load != "auto":
@@ -478,9 +484,13 @@ def compile_task(
 
 
 def mono_cache(
-    ctx: Ctx, job: Job, args: list[str], cache: pathlib.Path, obj: pathlib.Path,
+    ctx: Ctx,
+    job: Job,
+    args: list[str],
+    cache: pathlib.Path,
+    obj: pathlib.Path,
     log: pathlib.Path,
-) -> tuple[list[Proc], str]:  # fmt: skip
+) -> tuple[list[Proc], str]:
     """nvcc behind a whole-command cache (ccache's preprocessor mode): the key is the
     command without -o and the digest of `nvcc -E`'s output (host preprocessing, which
     holds -D__CUDA_ARCH_LIST__), so another arch set never hits."""
@@ -602,8 +612,15 @@ class Bazel:
     def server_times(self) -> tuple[int, tuple[float, float, float, float]]:
         """The server's pid and its (user, sys, children's user, children's sys) seconds:
         actions are the server's children, reaped by it."""
-        pid = int(subprocess.run(self.cmd("info", "server_pid"), cwd=self.ws, check=True,
-                                 capture_output=True, text=True).stdout.strip())  # fmt: skip
+        pid = int(
+            subprocess.run(
+                self.cmd("info", "server_pid"),
+                cwd=self.ws,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        )
         fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         tick = os.sysconf("SC_CLK_TCK")
         # After ")": state is field 3 of stat(5); utime is 14, so index 11 here.
@@ -616,9 +633,15 @@ class Bazel:
         exec_log.parent.mkdir(parents=True, exist_ok=True)
         pid0, t0 = self.server_times()
         load0 = os.getloadavg()
-        proc = self.call("build", f"--jobs={self.jobs}", f"--local_cpu_resources={self.jobs}",
-                         f"--execution_log_json_file={exec_log}", *flags, *targets,
-                         log=log)  # fmt: skip
+        proc = self.call(
+            "build",
+            f"--jobs={self.jobs}",
+            f"--local_cpu_resources={self.jobs}",
+            f"--execution_log_json_file={exec_log}",
+            *flags,
+            *targets,
+            log=log,
+        )
         pid1, t1 = self.server_times()
         text = log.read_text(errors="replace")
         out: dict[str, Any] = {
@@ -667,8 +690,11 @@ def exec_log_summary(path: pathlib.Path) -> dict[str, Any]:
     total = collections.Counter()
     for c in by.values():
         total.update(c)
-    return {"by_mnemonic": {k: dict(v) for k, v in sorted(by.items())},
-            "per_arch": dict(per_arch), "total": dict(total)}  # fmt: skip
+    return {
+        "by_mnemonic": {k: dict(v) for k, v in sorted(by.items())},
+        "per_arch": dict(per_arch),
+        "total": dict(total),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -700,8 +726,9 @@ class Bench:
         # --split-jobs jobserver gives one (its own).
         for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
             env.pop(name, None)
-        self.ctx = Ctx(self.nvcc, env, args.jobs, args.split_jobs, args.split_load_average,
-                       self.raw, self.work)  # fmt: skip
+        self.ctx = Ctx(
+            self.nvcc, env, args.jobs, args.split_jobs, args.split_load_average, self.raw, self.work
+        )
         self.bazel: Bazel | None = None
 
     # -- set-up --------------------------------------------------------------------------
@@ -737,13 +764,15 @@ class Bench:
         self.jobs_list = [
             Job(f"ggml:{s}", s, ggml, flags, *scan_source(ggml / s, search)) for s in chosen
         ]
-        self.heaviest = Job(f"ggml:{heaviest}", heaviest, ggml, flags,
-                            *scan_source(ggml / heaviest, search))  # fmt: skip
+        self.heaviest = Job(
+            f"ggml:{heaviest}", heaviest, ggml, flags, *scan_source(ggml / heaviest, search)
+        )
         if args.smoke:
             examples = list(SMOKE_EXAMPLES)
         elif args.examples == "all":
-            examples = sorted(p.relative_to(self.ws).as_posix()
-                              for p in (self.ws / "examples").rglob("*.cu"))  # fmt: skip
+            examples = sorted(
+                p.relative_to(self.ws).as_posix() for p in (self.ws / "examples").rglob("*.cu")
+            )
         elif args.examples == "none":
             examples = []
         else:
@@ -752,8 +781,9 @@ class Bench:
             examples = []
         for ex in examples:
             extra = [f for prefix, fl in EXAMPLE_FLAGS.items() if ex.startswith(prefix) for f in fl]
-            self.jobs_list.append(Job(ex, ex, self.ws, ["-I.", *extra],
-                                      *scan_source(self.ws / ex, [self.ws])))  # fmt: skip
+            self.jobs_list.append(
+                Job(ex, ex, self.ws, ["-I.", *extra], *scan_source(self.ws / ex, [self.ws]))
+            )
         # A Bazel package of the same ggml files, for bazel-mono and bazel-split.
         (ggml / "BUILD.bazel").write_text(bazel_ggml_build(chosen, flags))
         self.results["meta"] = machine_info(self.nvcc) | {
@@ -815,10 +845,12 @@ class Bench:
     def record(self, m: dict[str, Any]) -> None:
         self.results["measurements"].append(m)
         files = m.get("files", {})
-        say(f"  {m['scenario']}/{m['config']}/{m['phase']} r{m['repeat']}: "
+        say(
+            f"  {m['scenario']}/{m['config']}/{m['phase']} r{m['repeat']}: "
             f"wall {m['wall_s']:.1f} s, CPU {m.get('cpu_s') or 0:.1f} s"
             + (f", FAILED {m['failed']}" if m.get("failed") else "")
-            + (f" ({len(files)} files)" if files else ""))  # fmt: skip
+            + (f" ({len(files)} files)" if files else "")
+        )
         self.save()
 
     def save(self) -> None:
@@ -828,12 +860,20 @@ class Bench:
         (self.out / f"{self.args.label}.md").write_text(render_markdown(self.results))
 
     def run_corpus(
-        self, scenario: str, config: str, phase: str, repeat: int, jobs: Sequence[Job],
-        archs: Sequence[str], **kw: Any,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        scenario: str,
+        config: str,
+        phase: str,
+        repeat: int,
+        jobs: Sequence[Job],
+        archs: Sequence[str],
+        **kw: Any,
+    ) -> dict[str, Any]:
         run_id = f"s{scenario}-{config}-{phase}-r{repeat}"
-        say(f"scenario {scenario}: {config} {phase} ({len(jobs)} files, {','.join(archs)}, "
-            f"repeat {repeat + 1})")  # fmt: skip
+        say(
+            f"scenario {scenario}: {config} {phase} ({len(jobs)} files, {','.join(archs)}, "
+            f"repeat {repeat + 1})"
+        )
         table = self.raw / "tables" / f"{run_id}.csv" if config == "split" else None
         if table:
             table.parent.mkdir(parents=True, exist_ok=True)
@@ -844,21 +884,23 @@ class Bench:
             server = jobserver_module().Server(max(0, self.args.jobs - 1))
             kw["makeflags"] = server.makeflags(self.args.jobs)
         try:
-            tasks = [(j.name, compile_task(self.ctx, config, j, archs, run_id, table=table,
-                                           **kw))  # fmt: skip
-                     for j in jobs]  # fmt: skip
+            tasks = [
+                (j.name, compile_task(self.ctx, config, j, archs, run_id, table=table, **kw))
+                for j in jobs
+            ]
             m = run_pool(tasks, self.args.jobs, server.auth if server else "")
             if server is not None:
                 m["jobserver_tokens"] = server.tokens
                 m["jobserver_tokens_returned"] = server.available()
                 if server.available() != server.tokens:
-                    say(f"warning: the jobserver got {server.available()} of its "
-                        f"{server.tokens} tokens back")  # fmt: skip
+                    say(
+                        f"warning: the jobserver got {server.available()} of its "
+                        f"{server.tokens} tokens back"
+                    )
         finally:
             if server is not None:
                 server.close()
-        m.update(scenario=scenario, config=config, phase=phase, repeat=repeat,
-                 archs=list(archs))  # fmt: skip
+        m.update(scenario=scenario, config=config, phase=phase, repeat=repeat, archs=list(archs))
         if self.args.shard and scenario != "2":
             # Shards of one corpus add up (--merge); scenario 2 is one file, whole.
             m["shard"] = list(self.args.shard)
@@ -877,8 +919,11 @@ class Bench:
             nal = collections.Counter(
                 m["files"][j.name].get("cache", "?") for j in jobs if not j.arch_list
             )
-            m["steps"] = {"whole_command": dict(c), "whole_command_non_cccl": dict(nc),
-                          "whole_command_no_arch_list": dict(nal)}  # fmt: skip
+            m["steps"] = {
+                "whole_command": dict(c),
+                "whole_command_non_cccl": dict(nc),
+                "whole_command_no_arch_list": dict(nal),
+            }
         shutil.rmtree(self.work / "obj" / run_id, ignore_errors=True)
         return m
 
@@ -894,8 +939,11 @@ class Bench:
 
     def scenarios_1_3(self, repeat: int) -> None:
         s1, s3 = "1" in self.args.scenarios, "3" in self.args.scenarios
-        configs = [c for c in ("nvcc", "nvcc-t", "split", "bazel-mono", "bazel-split")
-                   if c in self.args.configs_list]  # fmt: skip
+        configs = [
+            c
+            for c in ("nvcc", "nvcc-t", "split", "bazel-mono", "bazel-split")
+            if c in self.args.configs_list
+        ]
         if not self.bazel:
             configs = [c for c in configs if not c.startswith("bazel")]
         if s3 and not s1:
@@ -912,22 +960,36 @@ class Bench:
             elif config in ("split", "mono-cache"):
                 self.cache_runs(config, repeat, "1" if s1 and config == "split" else "3", s3)
             else:
-                self.record(self.run_corpus("1", config, "full", repeat, self.jobs_list,
-                                            self.archs))  # fmt: skip
+                self.record(
+                    self.run_corpus("1", config, "full", repeat, self.jobs_list, self.archs)
+                )
 
     def cache_runs(self, config: str, repeat: int, cold_scenario: str, s3: bool) -> None:
         """Cold (empty cache, all archs, every file), then with the warm cache: an edit of
         the heaviest file rebuilt alone, and every file for --warm-archs."""
         cache = self.work / "cache" / f"{config}-r{repeat}"
         shutil.rmtree(cache, ignore_errors=True)
-        self.record(self.run_corpus(cold_scenario, config, "cold", repeat, self.jobs_list,
-                                    self.archs, cache=cache))  # fmt: skip
+        self.record(
+            self.run_corpus(
+                cold_scenario, config, "cold", repeat, self.jobs_list, self.archs, cache=cache
+            )
+        )
         if not s3:
             return
         if any(j.name == self.heaviest.name for j in self.jobs_list):
             self.incremental(config, repeat, cache)
-        self.record(self.run_corpus("3", config, "warm", repeat, self.jobs_list,
-                                    self.warm_archs, cache=cache, explain=True))  # fmt: skip
+        self.record(
+            self.run_corpus(
+                "3",
+                config,
+                "warm",
+                repeat,
+                self.jobs_list,
+                self.warm_archs,
+                cache=cache,
+                explain=True,
+            )
+        )
         shutil.rmtree(cache, ignore_errors=True)
 
     def incremental(self, config: str, repeat: int, cache: pathlib.Path) -> None:
@@ -964,13 +1026,14 @@ class Bench:
 
         def build(scenario: str, phase: str, archs: Sequence[str]) -> None:
             run_id = f"s{scenario}-{config}-{phase}-r{repeat}"
-            say(f"scenario {scenario}: {config} {phase} ({','.join(archs)}, "
-                f"repeat {repeat + 1})")  # fmt: skip
+            say(f"scenario {scenario}: {config} {phase} ({','.join(archs)}, repeat {repeat + 1})")
             assert self.bazel is not None
-            m = self.bazel.build(self.bazel_targets, [*base, *self.bazel_flags(mode, archs)],
-                                 run_id)  # fmt: skip
-            m.update(scenario=scenario, config=config, phase=phase, repeat=repeat,
-                     archs=list(archs))  # fmt: skip
+            m = self.bazel.build(
+                self.bazel_targets, [*base, *self.bazel_flags(mode, archs)], run_id
+            )
+            m.update(
+                scenario=scenario, config=config, phase=phase, repeat=repeat, archs=list(archs)
+            )
             self.record(m)
 
         self.bazel.call("clean", log=log)
@@ -993,9 +1056,11 @@ class Bench:
         (its step times give the critical-path lower bound)."""
         job = [self.heaviest]
         runs: list[tuple[str, dict[str, Any]]] = [
-            ("nvcc", {}), ("nvcc-t", {}), ("split", {"j": self.args.jobs}),
+            ("nvcc", {}),
+            ("nvcc-t", {}),
+            ("split", {"j": self.args.jobs}),
             ("split-j1", {"j": 1}),
-        ]  # fmt: skip
+        ]
         # --configs picks them too (split: both nvcc-split runs).
         runs = [r for r in runs if r[0].removesuffix("-j1") in self.args.configs_list]
         if not runs:
@@ -1053,9 +1118,13 @@ def first_line(argv: Sequence[str]) -> str:
 
 
 def find_nvcc(given: str) -> str:
-    for cand in (given, os.environ.get("CUDA_SPLIT_NVCC", ""),
-                 str(REPO / ".sdk" / "nvidia" / "cu13" / "bin" / "nvcc"),
-                 shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"):  # fmt: skip
+    for cand in (
+        given,
+        os.environ.get("CUDA_SPLIT_NVCC", ""),
+        str(REPO / ".sdk" / "nvidia" / "cu13" / "bin" / "nvcc"),
+        shutil.which("nvcc") or "",
+        "/usr/local/cuda/bin/nvcc",
+    ):
         if cand and os.access(cand, os.X_OK):
             return os.path.abspath(cand)
     sys.exit("no nvcc: give --nvcc PATH")
@@ -1199,25 +1268,32 @@ def analyze(results: dict[str, Any]) -> dict[str, Any]:
                 "server_cpu_s": med(m.get("server_cpu_s") for m in ms),
                 "critical_path_s": med(m.get("critical_path_s") for m in ms),
                 "failed": sorted({f for m in ms for f in m.get("failed", [])}),
-                "passthrough": sorted({s for m in ms
-                                       for s in m.get("steps", {}).get("passthrough_sources", [])}),
-            }  # fmt: skip
+                "passthrough": sorted(
+                    {s for m in ms for s in m.get("steps", {}).get("passthrough_sources", [])}
+                ),
+            }
     s2 = [m for m in results["measurements"] if m["scenario"] == "2"]
     bound = critical_path([m for m in s2 if m["config"] == "split-j1"], jobs)
     a["s2"]["bound"] = bound
     for name in ("nvcc", "nvcc-t", "split", "split-j1"):
         ms = [m for m in s2 if m["config"] == name]
         if ms:
-            a["s2"][name] = {"n": len(ms), "wall_s": stats(ms, "wall_s"),
-                             "cpu_s": stats(ms, "cpu_s")}  # fmt: skip
+            a["s2"][name] = {
+                "n": len(ms),
+                "wall_s": stats(ms, "wall_s"),
+                "cpu_s": stats(ms, "cpu_s"),
+            }
     for config in ("split", "mono-cache", "bazel-split", "bazel-mono"):
         row: dict[str, Any] = {}
         for phase in ("cold", "warm", "incremental"):
             ms = select(results, config=config, phase=phase)
             if not ms:
                 continue
-            row[phase] = {"wall_s": stats(ms, "wall_s")[0], "cpu_s": stats(ms, "cpu_s")[0],
-                          "n": len(ms)}  # fmt: skip
+            row[phase] = {
+                "wall_s": stats(ms, "wall_s")[0],
+                "cpu_s": stats(ms, "cpu_s")[0],
+                "n": len(ms),
+            }
             last = ms[-1]
             st = last.get("steps", {})
             if config == "split":
@@ -1249,23 +1325,40 @@ def targets(a: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str, str
     cores = meta.get("machine", {}).get("cores")
     if "split" in s1 and "nvcc" in s1 and s1["nvcc"]["cpu_s"][0]:
         r = s1["split"]["cpu_s"][0] / s1["nvcc"]["cpu_s"][0]
-        out.append(("split total CPU ≤ 1.03 × plain nvcc", f"{r:.3f} ×",
-                    verdict(r <= 1.03, f"{100 * (r - 1.03):+.1f} points over")))  # fmt: skip
+        out.append(
+            (
+                "split total CPU ≤ 1.03 × plain nvcc",
+                f"{r:.3f} ×",
+                verdict(r <= 1.03, f"{100 * (r - 1.03):+.1f} points over"),
+            )
+        )
     for ref in ("nvcc", "nvcc-t"):
         if "split" in s1 and ref in s1 and s1[ref]["wall_s"][0]:
             r = s1["split"]["wall_s"][0] / s1[ref]["wall_s"][0]
-            out.append((f"split wall ≤ {ref} wall, full parallelism (target set for 16 cores;"
-                        f" this run: {cores})", f"{r:.3f} ×",
-                        verdict(r <= 1.0, f"{100 * (r - 1):+.1f} % slower")))  # fmt: skip
+            out.append(
+                (
+                    f"split wall ≤ {ref} wall, full parallelism (target set for 16 cores;"
+                    f" this run: {cores})",
+                    f"{r:.3f} ×",
+                    verdict(r <= 1.0, f"{100 * (r - 1):+.1f} % slower"),
+                )
+            )
     b = a["s2"].get("bound")
     if b and "split" in a["s2"]:
         w = a["s2"]["split"]["wall_s"][0]
         r = w / b["formula_s"] if b["formula_s"] else 0
-        out.append(("heaviest file: split wall within 10 % of the critical-path bound",
-                    f"{w:.1f} s / {b['formula_s']:.1f} s = {r:.2f} ×",
-                    verdict(r <= 1.10, f"{100 * (r - 1.10):+.0f} points over; on {cores} cores "
-                            f"the bound reachable is {b['cores_s']:.1f} s "
-                            f"({w / b['cores_s']:.2f} ×)")))  # fmt: skip
+        out.append(
+            (
+                "heaviest file: split wall within 10 % of the critical-path bound",
+                f"{w:.1f} s / {b['formula_s']:.1f} s = {r:.2f} ×",
+                verdict(
+                    r <= 1.10,
+                    f"{100 * (r - 1.10):+.0f} points over; on {cores} cores "
+                    f"the bound reachable is {b['cores_s']:.1f} s "
+                    f"({w / b['cores_s']:.2f} ×)",
+                ),
+            )
+        )
     for config in ("split", "bazel-split"):
         sp = a["s3"].get(config, {})
         if "warm" not in sp:
@@ -1318,8 +1411,10 @@ def split_load_note(meta: dict[str, Any]) -> str:
         if meta.get("split_jobs") == "jobserver":
             return "; no load limit (the jobserver shares the cores)"
         cores = meta.get("machine", {}).get("cores")
-        return (f"; beyond a file's first step, more only while fewer than {cores} tasks "
-                "are runnable (nvcc-split's default --load-average)")  # fmt: skip
+        return (
+            f"; beyond a file's first step, more only while fewer than {cores} tasks "
+            "are runnable (nvcc-split's default --load-average)"
+        )
     if float(load) == 0:
         return "; no load limit (--load-average 0)"
     return f"; --load-average {load}"
@@ -1359,8 +1454,11 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"- archs: {','.join(meta.get('archs', []))}; warm rebuild for "
         f"{','.join(meta.get('warm_archs', []))}; pool of {meta.get('jobs')} files "
         f"(make -j{meta.get('jobs')}); nvcc-split -j {meta.get('split_j')} per file "
-        + (f"on the pool's jobserver ({meta.get('jobs')} slots shared by files and steps)"
-           if meta.get("split_jobs") == "jobserver" else f"({meta.get('split_jobs')})")
+        + (
+            f"on the pool's jobserver ({meta.get('jobs')} slots shared by files and steps)"
+            if meta.get("split_jobs") == "jobserver"
+            else f"({meta.get('split_jobs')})"
+        )
         + split_load_note(meta)
         + f"; nvcc -t {len(meta.get('archs', []))}"
     )
@@ -1463,9 +1561,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             c, _ = s2[name]["cpu_s"]
             r1 = f"{w / b['formula_s']:.2f}" if b and w and b["formula_s"] else "—"
             r2 = f"{w / b['cores_s']:.2f}" if b and w and b["cores_s"] else "—"
-            label = {"nvcc-t": f"nvcc -t {len(meta.get('archs', []))}",
-                     "split": f"nvcc-split -j {meta.get('jobs')}",
-                     "split-j1": "nvcc-split -j 1"}.get(name, name)  # fmt: skip
+            label = {
+                "nvcc-t": f"nvcc -t {len(meta.get('archs', []))}",
+                "split": f"nvcc-split -j {meta.get('jobs')}",
+                "split-j1": "nvcc-split -j 1",
+            }.get(name, name)
             L.append(f"| {label} | {fmt(w)}{f' ({wr})' if wr else ''} | {fmt(c)} | {r1} | {r2} |")
         L.append("")
 
@@ -1635,8 +1735,12 @@ def render_png(results: dict[str, Any], path: pathlib.Path) -> str:
     if s3:
         x = range(len(s3))
         for off, phase in ((-0.27, "cold"), (0, "warm"), (0.27, "incremental")):
-            ax.bar([i + off for i in x], [a["s3"][c].get(phase, {}).get("wall_s") or 0
-                                          for c in s3], 0.27, label=phase)  # fmt: skip
+            ax.bar(
+                [i + off for i in x],
+                [a["s3"][c].get(phase, {}).get("wall_s") or 0 for c in s3],
+                0.27,
+                label=phase,
+            )
         ax.set_xticks(list(x), s3, rotation=20)
         ax.set_ylabel("wall s")
         ax.set_title(f"3. cache: cold, warm ({','.join(meta.get('warm_archs', []))}), edit")
@@ -1651,13 +1755,26 @@ def combine(a: Any, b: Any, key: str = "") -> Any:
     """Two shards' measurement of one configuration as one: times and counts add up,
     peaks take the larger, lists join."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return {k: combine(a[k], b[k], k) if k in a and k in b else a.get(k, b.get(k))
-                for k in {**a, **b}}  # fmt: skip
+        return {
+            k: combine(a[k], b[k], k) if k in a and k in b else a.get(k, b.get(k))
+            for k in {**a, **b}
+        }
     if key in ("peak_rss_mib", "rss_mib", "load_after"):
         return max(a, b) if a is not None and b is not None else a or b
-    if key in ("scenario", "config", "phase", "repeat", "archs", "load_before", "split_j",
-               "shard", "edges", "step_rows", "jobserver_tokens",
-               "jobserver_tokens_returned"):  # fmt: skip
+    if key in (
+        "scenario",
+        "config",
+        "phase",
+        "repeat",
+        "archs",
+        "load_before",
+        "split_j",
+        "shard",
+        "edges",
+        "step_rows",
+        "jobserver_tokens",
+        "jobserver_tokens_returned",
+    ):
         return a
     if key == "misses":
         counts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -1753,10 +1870,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Benchmark nvcc-split and the Bazel rules against nvcc (README.md)."
     )
-    p.add_argument("--subset", default="subset",
-                   help="'subset' (benchmarks/subset.txt, default), 'full' (every ggml-cuda "
-                   "file CMake builds) or a file of ggml paths; its first line is the "
-                   "heaviest file unless --heaviest")  # fmt: skip
+    p.add_argument(
+        "--subset",
+        default="subset",
+        help="'subset' (benchmarks/subset.txt, default), 'full' (every ggml-cuda "
+        "file CMake builds) or a file of ggml paths; its first line is the "
+        "heaviest file unless --heaviest",
+    )
     p.add_argument("--files", type=int, default=0, help="only the first N ggml files")
     p.add_argument(
         "--heaviest",
@@ -1873,8 +1993,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.scenarios = set(args.scenarios.split(","))
     args.configs_list = args.configs.split(",")
     if not args.label:
-        args.label = f"{args.subset if args.subset in ('subset', 'full', 'smoke') else 'custom'}" \
-                     f"-{cores}core"  # fmt: skip
+        args.label = (
+            f"{args.subset if args.subset in ('subset', 'full', 'smoke') else 'custom'}-{cores}core"
+        )
     if args.shard:
         i, _, n = args.shard.partition("/")
         if not (i.isdigit() and n.isdigit() and 1 <= int(i) <= int(n)):

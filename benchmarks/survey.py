@@ -56,15 +56,24 @@ def main() -> int:
     for name, f in m["files"].items():
         src, arch = name.rsplit("@", 1)
         per_file[src] += f["cpu_s"]
-        rows.append({"file": src, "arch": arch, "wall_s": f["wall_s"], "cpu_s": f["cpu_s"],
-                     "rss_mib": f["rss_mib"]})  # fmt: skip
+        rows.append(
+            {
+                "file": src,
+                "arch": arch,
+                "wall_s": f["wall_s"],
+                "cpu_s": f["cpu_s"],
+                "rss_mib": f["rss_mib"],
+            }
+        )
     if args.out:
         with open(args.out, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(sorted(rows, key=lambda r: -r["cpu_s"]))
-    print(f"# {len(sources)} files, archs {args.archs}, {args.jobs} jobs: wall "
-          f"{m['wall_s']:.0f} s, CPU {m['cpu_s']:.0f} s, failed {m['failed']}")  # fmt: skip
+    print(
+        f"# {len(sources)} files, archs {args.archs}, {args.jobs} jobs: wall "
+        f"{m['wall_s']:.0f} s, CPU {m['cpu_s']:.0f} s, failed {m['failed']}"
+    )
     for src, cpu in sorted(per_file.items(), key=lambda kv: -kv[1]):
         print(f"{cpu:8.1f}  {src}")
     return 0

@@ -176,10 +176,19 @@ def toolkit_requires(version: str) -> dict[str, str]:
     """The cuda-toolkit meta-package's pins, from the wheel pip downloads."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             f"cuda-toolkit=={version}", "-d", tmp],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                f"cuda-toolkit=={version}",
+                "-d",
+                tmp,
+            ],
             check=True,
-        )  # fmt: skip
+        )
         (wheel,) = pathlib.Path(tmp).glob("*.whl")
         with zipfile.ZipFile(wheel) as z:
             meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))

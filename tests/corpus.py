@@ -56,7 +56,7 @@ def sdist() -> pathlib.Path:
                 f"{PACKAGE}=={VERSION}",
                 "-d",
                 str(CACHE),
-            ],  # fmt: skip
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )

@@ -20,14 +20,28 @@ from fidelity import harness  # noqa: E402
 
 
 def test_line_marker_files() -> None:
-    data = b"".join([
-        b'# 0 "a.cu"\n', b'# 0 "<built-in>"\n', b'# 1 "/cwd//"\n',
-        b'# 1 "inc/h \\"q\\".h" 1 3\n', b"int x;\n", b'# 5 "a.cu" 2\n',
-        b'# 7 "crlf.h" 1\r\n', b'  # 1 "indented.h"\n', b'# 1 "junk.h" 1 x\n',
-        b'# define N 1\n', b'x # 1 "mid.h"\n', b'# 2 "inc/h \\"q\\".h" 2\n', b'# 1 "last.h" 1 3',
-    ])  # fmt: skip
+    data = b"".join(
+        [
+            b'# 0 "a.cu"\n',
+            b'# 0 "<built-in>"\n',
+            b'# 1 "/cwd//"\n',
+            b'# 1 "inc/h \\"q\\".h" 1 3\n',
+            b"int x;\n",
+            b'# 5 "a.cu" 2\n',
+            b'# 7 "crlf.h" 1\r\n',
+            b'  # 1 "indented.h"\n',
+            b'# 1 "junk.h" 1 x\n',
+            b"# define N 1\n",
+            b'x # 1 "mid.h"\n',
+            b'# 2 "inc/h \\"q\\".h" 2\n',
+            b'# 1 "last.h" 1 3',
+        ]
+    )
     assert archlist.line_marker_files(data) == [
-        ("a.cu", False), ('inc/h "q".h', True), ("crlf.h", False), ("last.h", True)
+        ("a.cu", False),
+        ('inc/h "q".h', True),
+        ("crlf.h", False),
+        ("last.h", True),
     ]
     assert archlist.line_marker_files(b"") == []
 
@@ -43,7 +57,8 @@ def test_users_names_files_and_command_line(tmp_path: pathlib.Path) -> None:
     (tmp_path / "x.cu").write_text("int x;\n")
     nvcc_own = ["gcc", "-D__CUDA_ARCH_LIST__=800,900", "-E"]
     assert archlist.users(str(ii), nvcc_own) == [
-        f"{tmp_path}/uses.h", f"<unreadable> {tmp_path}/gone.h"
+        f"{tmp_path}/uses.h",
+        f"<unreadable> {tmp_path}/gone.h",
     ]
     assert archlist.users(str(ii), [*nvcc_own, "-DN=__CUDA_ARCH_LIST__"])[0] == "<command line>"
     # The caller's list of included files, where it has one, instead of a second scan.
@@ -104,16 +119,31 @@ def test_arch_list_step_gives_nvccs_cpp1_ii(
 ) -> None:
     src = tmp_path / f"{name}.cu"
     src.write_text(text)
-    spec, flags = "sm_80,sm_90", ["-gencode=arch=compute_80,code=sm_80",
-                                  "-gencode=arch=compute_90,code=sm_90"]  # fmt: skip
+    spec, flags = (
+        "sm_80,sm_90",
+        ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"],
+    )
     split = harness.split_compile(sdk, str(src), spec, [], tmp_path / "split", cwd=tmp_path)
     keep = tmp_path / "keep"
     keep.mkdir()
     subprocess.run(
-        [str(sdk / "bin" / "nvcc"), "-ccbin", harness.HOST_COMPILER, "--keep", "--keep-dir",
-         str(keep), "-c", str(src), "-o", str(tmp_path / "x.o"), *flags, *harness.REFERENCE_FLAGS],
-        check=True, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            str(sdk / "bin" / "nvcc"),
+            "-ccbin",
+            harness.HOST_COMPILER,
+            "--keep",
+            "--keep-dir",
+            str(keep),
+            "-c",
+            str(src),
+            "-o",
+            str(tmp_path / "x.o"),
+            *flags,
+            *harness.REFERENCE_FLAGS,
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     for arch in ("compute_80", "compute_90"):
         ours = split.paths[f"cpp1.ii:{arch}"].read_bytes()
         assert ours == (keep / f"{name}.{arch}.cpp1.ii").read_bytes(), arch

@@ -78,8 +78,21 @@ def test_nvlink_commands_do_not_depend_on_other_archs() -> None:
 
 
 # Every output of a CUDA action, and the binaries.
-_OUTPUT_SUFFIXES = (".o", ".a", ".ptx", ".cubin", ".fatbin.c", ".ltoir", ".ii", ".module_id",
-                    ".cudafe1.cpp", ".stub.c", ".reg.c", ".prelinked", ".txt")  # fmt: skip
+_OUTPUT_SUFFIXES = (
+    ".o",
+    ".a",
+    ".ptx",
+    ".cubin",
+    ".fatbin.c",
+    ".ltoir",
+    ".ii",
+    ".module_id",
+    ".cudafe1.cpp",
+    ".stub.c",
+    ".reg.c",
+    ".prelinked",
+    ".txt",
+)
 
 
 def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
@@ -104,16 +117,27 @@ def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
 # (both compile modes' -lineinfo: examples/multi), the split and mono with -G, and a source
 # of template instances only (tests/determinism: cudafe++'s module id).
 BUILDS = [
-    ("examples", [ARCHS + "sm_80,sm_90"],
-     ["//examples/...", "//tests/analysis:two_sources", "//tests/determinism:t"]),
-    ("mono", [ARCHS + "sm_80,sm_90", "--//cuda:compile_mode=mono"],
-     ["//examples/multi:multi_main", "//examples/dlto:dlto", "//tests/determinism:t"]),
-    ("device-debug", [ARCHS + "sm_80", "--features=cuda_device_debug"],
-     ["//examples/multi:multi_main", "//tests/determinism:t"]),
-    ("mono-device-debug", [ARCHS + "sm_80", "--features=cuda_device_debug",
-                           "--//cuda:compile_mode=mono"],
-     ["//examples/multi:vector_ops", "//tests/determinism:t"]),
-]  # fmt: skip
+    (
+        "examples",
+        [ARCHS + "sm_80,sm_90"],
+        ["//examples/...", "//tests/analysis:two_sources", "//tests/determinism:t"],
+    ),
+    (
+        "mono",
+        [ARCHS + "sm_80,sm_90", "--//cuda:compile_mode=mono"],
+        ["//examples/multi:multi_main", "//examples/dlto:dlto", "//tests/determinism:t"],
+    ),
+    (
+        "device-debug",
+        [ARCHS + "sm_80", "--features=cuda_device_debug"],
+        ["//examples/multi:multi_main", "//tests/determinism:t"],
+    ),
+    (
+        "mono-device-debug",
+        [ARCHS + "sm_80", "--features=cuda_device_debug", "--//cuda:compile_mode=mono"],
+        ["//examples/multi:vector_ops", "//tests/determinism:t"],
+    ),
+]
 
 
 def _shift_mtimes(root: pathlib.Path, seconds: int) -> None:

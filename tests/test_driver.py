@@ -33,18 +33,56 @@ ALL_CACHED = (*driver.CACHED_KINDS, *driver.PREPROCESS_KINDS)
 
 def test_read_options_values_and_inputs():
     opts = driver.read_options(
-        ["-I", "inc", "-Iother", "-DX=1", "-D", "Y", "-o", "out.o", "-c", "x.cu",
-         "-Xcompiler", "-fPIC,-Wall", "-Xcompiler=-O2", "-O3", "-lineinfo", "-lcuda",
-         "--output-file=o2.o", "-std", "c++17", "-x", "cu", "-fno-strict-aliasing",
-         "-MT", "t.o", "--dependency-output", "t.d"]
-    )  # fmt: skip
+        [
+            "-I",
+            "inc",
+            "-Iother",
+            "-DX=1",
+            "-D",
+            "Y",
+            "-o",
+            "out.o",
+            "-c",
+            "x.cu",
+            "-Xcompiler",
+            "-fPIC,-Wall",
+            "-Xcompiler=-O2",
+            "-O3",
+            "-lineinfo",
+            "-lcuda",
+            "--output-file=o2.o",
+            "-std",
+            "c++17",
+            "-x",
+            "cu",
+            "-fno-strict-aliasing",
+            "-MT",
+            "t.o",
+            "--dependency-output",
+            "t.d",
+        ]
+    )
     pairs = [(o.name, o.value) for o in opts]
     assert pairs == [
-        ("I", "inc"), ("I", "other"), ("D", "X=1"), ("D", "Y"), ("o", "out.o"), ("c", None),
-        ("", "x.cu"), ("Xcompiler", "-fPIC,-Wall"), ("Xcompiler", "-O2"), ("O", "3"),
-        ("lineinfo", None), ("l", "cuda"), ("o", "o2.o"), ("std", "c++17"), ("x", "cu"),
-        ("fno-strict-aliasing", None), ("MT", "t.o"), ("MF", "t.d"),
-    ]  # fmt: skip
+        ("I", "inc"),
+        ("I", "other"),
+        ("D", "X=1"),
+        ("D", "Y"),
+        ("o", "out.o"),
+        ("c", None),
+        ("", "x.cu"),
+        ("Xcompiler", "-fPIC,-Wall"),
+        ("Xcompiler", "-O2"),
+        ("O", "3"),
+        ("lineinfo", None),
+        ("l", "cuda"),
+        ("o", "o2.o"),
+        ("std", "c++17"),
+        ("x", "cu"),
+        ("fno-strict-aliasing", None),
+        ("MT", "t.o"),
+        ("MF", "t.d"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -56,13 +94,21 @@ def test_read_options_values_and_inputs():
         (["-arch=compute_80", "-code=sm_80,sm_86"], [("compute_80", ["sm_80", "sm_86"])]),
         (["-arch", "sm_90a", "-code", "sm_90a"], [("compute_90a", ["sm_90a"])]),
         (
-            ["-gencode", "arch=compute_80,code=sm_80",
-             "-gencode=arch=compute_90,code=[sm_90,compute_90]",
-             "--generate-code=arch=compute_100,code=\"sm_100,compute_100\"",
-             "-gencode", "arch=compute_75,code=\\\"sm_75\\\""],
-            [("compute_80", ["sm_80"]), ("compute_90", ["sm_90", "compute_90"]),
-             ("compute_100", ["sm_100", "compute_100"]), ("compute_75", ["sm_75"])],
-        ),  # fmt: skip
+            [
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+                '--generate-code=arch=compute_100,code="sm_100,compute_100"',
+                "-gencode",
+                'arch=compute_75,code=\\"sm_75\\"',
+            ],
+            [
+                ("compute_80", ["sm_80"]),
+                ("compute_90", ["sm_90", "compute_90"]),
+                ("compute_100", ["sm_100", "compute_100"]),
+                ("compute_75", ["sm_75"]),
+            ],
+        ),
         ([], []),
     ],
 )
@@ -116,19 +162,24 @@ def test_analyze_dependency_flags():
     "argv, driver_args, compiler, nvcc_args",
     [
         (["-j", "3", "--", "-c", "x.cu"], ["-j", "3"], None, ["-c", "x.cu"]),
-        (["--cache-dir", "/c", "/opt/nvcc", "-c", "x.cu"], ["--cache-dir", "/c"], "/opt/nvcc",
-         ["-c", "x.cu"]),
+        (
+            ["--cache-dir", "/c", "/opt/nvcc", "-c", "x.cu"],
+            ["--cache-dir", "/c"],
+            "/opt/nvcc",
+            ["-c", "x.cu"],
+        ),
         (["nvcc", "-c", "x.cu"], [], "nvcc", ["-c", "x.cu"]),
         (["--explain", "--", "--", "-c"], ["--explain"], None, ["--", "-c"]),
     ],
-)  # fmt: skip
+)
 def test_split_command_line(argv, driver_args, compiler, nvcc_args):
     assert driver.split_command_line(argv) == (driver_args, compiler, nvcc_args)
 
 
 def test_strip_redirections():
-    step = planlib.Step("ptxas", ["ptxas", "-arch=sm_90", "x.ptx", "-o", "x.cubin", ">",
-                                  "/tmp/out", "2>/tmp/err"])  # fmt: skip
+    step = planlib.Step(
+        "ptxas", ["ptxas", "-arch=sm_90", "x.ptx", "-o", "x.cubin", ">", "/tmp/out", "2>/tmp/err"]
+    )
     driver.strip_redirections(step)
     assert step.argv == ["ptxas", "-arch=sm_90", "x.ptx", "-o", "x.cubin"]
     with pytest.raises(driver.Unsplittable):
@@ -138,15 +189,29 @@ def test_strip_redirections():
 @pytest.mark.parametrize(
     "argv, depends",
     [
-        (["gcc", "-E", "-x", "c++", "-I/abs/inc", "-isystem", "/abs/sys", "-DX=a/b", "/abs/x.cu",
-          "-o", "/tmp/w/x.ii"], False),
+        (
+            [
+                "gcc",
+                "-E",
+                "-x",
+                "c++",
+                "-I/abs/inc",
+                "-isystem",
+                "/abs/sys",
+                "-DX=a/b",
+                "/abs/x.cu",
+                "-o",
+                "/tmp/w/x.ii",
+            ],
+            False,
+        ),
         (["gcc", "-E", "-I.", "/abs/x.cu", "-o", "/tmp/w/x.ii"], True),
         (["gcc", "-E", "-isystem", "rel", "/abs/x.cu"], True),
         (["gcc", "-E", "-include", "cuda_runtime.h", "/abs/x.cu"], False),
         (["gcc", "-E", "x.cu"], True),
         (["gcc", "-E", "-g", "/abs/x.cu"], True),
     ],
-)  # fmt: skip
+)
 def test_preprocess_depends_on_cwd(argv, depends, monkeypatch):
     for var in ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"):
         monkeypatch.delenv(var, raising=False)
@@ -177,11 +242,11 @@ def test_dependency_text(tmp_path):
     host.write_text('# 0 "x.cu"\n# 1 "host.h" 1\n# 1 "/usr/include/stdio.h" 1 3 4\n# 1 "dev.h"\n')
     ii = [str(dev), str(host)]
     assert driver.dependency_text("x.o", ii) == (
-        "x.o : x.cu \\\n    /usr/include/stdc-predef.h \\\n    dev.h \\\n    sp\"q.h \\\n"
+        'x.o : x.cu \\\n    /usr/include/stdc-predef.h \\\n    dev.h \\\n    sp"q.h \\\n'
         "    host.h \\\n    /usr/include/stdio.h\n"
     )
     assert driver.dependency_text("t", ii, system=False, phony=True) == (
-        "t : x.cu \\\n    dev.h \\\n    sp\"q.h \\\n    host.h\n\ndev.h:\n\nsp\"q.h:\n\nhost.h:\n"
+        't : x.cu \\\n    dev.h \\\n    sp"q.h \\\n    host.h\n\ndev.h:\n\nsp"q.h:\n\nhost.h:\n'
     )
 
 
@@ -252,23 +317,28 @@ def _nvcc(sdk: pathlib.Path) -> str:
 
 
 def run_driver(
-    sdk: pathlib.Path, args: list[str], cache: pathlib.Path | None, *extra: str,
+    sdk: pathlib.Path,
+    args: list[str],
+    cache: pathlib.Path | None,
+    *extra: str,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m cuda_split.driver [extra] --nvcc SDK/nvcc -- args`, from the repo root."""
     argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk), *extra]
     argv += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    proc = subprocess.run([*argv, "--", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [*argv, "--", *args], cwd=REPO, env=env, capture_output=True, text=True, check=False
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"{shlex.join(argv)} -- {shlex.join(args)}:\n{proc.stderr}")
     return proc
 
 
 def run_nvcc(sdk: pathlib.Path, args: list[str], check: bool = True):
-    proc = subprocess.run([_nvcc(sdk), *args], cwd=REPO, capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    proc = subprocess.run(
+        [_nvcc(sdk), *args], cwd=REPO, capture_output=True, text=True, check=False
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"nvcc {shlex.join(args)}:\n{proc.stderr}")
     return proc
@@ -283,8 +353,13 @@ def device_code(cuobjdump: pathlib.Path, obj: pathlib.Path) -> tuple[str, str]:
     """The object's cubins (as cuobjdump -elf prints them) and PTX."""
     out = []
     for flag in ("-elf", "-ptx"):
-        proc = subprocess.run([str(cuobjdump), flag, obj.name], cwd=obj.parent,
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        proc = subprocess.run(
+            [str(cuobjdump), flag, obj.name],
+            cwd=obj.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         out.append(proc.stdout)
     return out[0], out[1]
 
@@ -293,9 +368,12 @@ CASES = {
     "saxpy-sm90": ("examples/saxpy/saxpy.cu", ["-arch=sm_90"]),
     "reduce-two-gencodes": (
         "examples/multi/reduce.cu",
-        ["-gencode", "arch=compute_80,code=sm_80",
-         "-gencode=arch=compute_90,code=[sm_90,compute_90]"],
-    ),  # fmt: skip
+        [
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+        ],
+    ),
     "add-rdc": ("examples/multi/add.cu", ["-arch", "sm_90", "-rdc=true"]),
     "scale-O3-lineinfo": ("examples/multi/scale.cu", ["-arch=sm_90", "-O3", "-lineinfo"]),
     "reduce-threads-mixed-arch-flags": (
@@ -304,10 +382,22 @@ CASES = {
     ),
     "main-cmake-style": (
         "examples/multi/main.cu",
-        ["-forward-unknown-to-host-compiler", "-DNDEBUG", "-O3", "-std=c++17",
-         "--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-Xcompiler=-fPIC",
-         "-fno-strict-aliasing", "-x", "cu", "-MMD", "-MP", "-MT", "custom-target"],
-    ),  # fmt: skip
+        [
+            "-forward-unknown-to-host-compiler",
+            "-DNDEBUG",
+            "-O3",
+            "-std=c++17",
+            "--generate-code=arch=compute_80,code=[compute_80,sm_80]",
+            "-Xcompiler=-fPIC",
+            "-fno-strict-aliasing",
+            "-x",
+            "cu",
+            "-MMD",
+            "-MP",
+            "-MT",
+            "custom-target",
+        ],
+    ),
 }
 
 
@@ -321,8 +411,19 @@ def test_outputs_equal_nvcc(sdk, tmp_path, case):
     run_driver(sdk, [*common, "-o", str(ours), "-MF", str(tmp_path / "ours.d")], None)
     keep = tmp_path / "keep"
     keep.mkdir()
-    run_nvcc(sdk, [*common, "-o", str(theirs), "-MF", str(tmp_path / "theirs.d"),
-                   "--keep", "--keep-dir", str(keep)])  # fmt: skip
+    run_nvcc(
+        sdk,
+        [
+            *common,
+            "-o",
+            str(theirs),
+            "-MF",
+            str(tmp_path / "theirs.d"),
+            "--keep",
+            "--keep-dir",
+            str(keep),
+        ],
+    )
     assert ours.read_bytes() == theirs.read_bytes()
     dep_ours = (tmp_path / "ours.d").read_text().replace(str(ours), "OBJ")
     dep_theirs = (tmp_path / "theirs.d").read_text().replace(str(theirs), "OBJ")
@@ -345,8 +446,9 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
     src, flags = CASES["reduce-two-gencodes"]
     cache = tmp_path / "cache"
     args = [*HOST, "-I.", *flags, "-c", src, "-o", str(tmp_path / "x.o")]
-    run_driver(sdk, args, cache, "--table", str(tmp_path / "first.csv"), "--graph",
-               str(tmp_path / "g.dot"))  # fmt: skip
+    run_driver(
+        sdk, args, cache, "--table", str(tmp_path / "first.csv"), "--graph", str(tmp_path / "g.dot")
+    )
     first = (tmp_path / "x.o").read_bytes()
     proc = run_driver(sdk, args, cache, "--table", str(tmp_path / "second.csv"), "--explain")
     assert (tmp_path / "x.o").read_bytes() == first
@@ -386,11 +488,15 @@ def test_arch_subset_reuses_per_arch_steps(sdk, tmp_path, flags):
     run_driver(sdk, [*both, "-o", str(tmp_path / "both.o")], cache)
     one = [*HOST, "-I.", *flags, *gencode, "-c", src, "-MD"]
     table = tmp_path / "t.csv"
-    proc = run_driver(sdk, [*one, "-o", str(tmp_path / "one.o")], cache, "--table", str(table),
-                      "--explain")  # fmt: skip
+    proc = run_driver(
+        sdk, [*one, "-o", str(tmp_path / "one.o")], cache, "--table", str(table), "--explain"
+    )
     rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(table)}
-    for step in (("device_preprocess", "compute_90"), ("host_preprocess", ""),
-                 ("cicc", "compute_90")):  # fmt: skip
+    for step in (
+        ("device_preprocess", "compute_90"),
+        ("host_preprocess", ""),
+        ("cicc", "compute_90"),
+    ):
         assert rows[step] == "hit", (step, proc.stderr)
     if "-G" in flags:
         assert rows[("ptxas", "sm_90")] == "miss"
@@ -426,14 +532,16 @@ PLAIN_SOURCE = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
 
 @pytest.mark.parametrize(
     "name, text, flags, user",
-    [("uses_list", USES_ARCH_LIST, [], "uses_list.cu"),
-     ("cub", CUB_SOURCE, [], "include/cccl/cub/util_namespace.cuh"),
-     # gcc -dD writes the command line's #defines, the arch list's too, into the output.
-     ("dD", PLAIN_SOURCE, ["-Xcompiler", "-dD"], "<output>"),
-     # A second definition: gcc warns of it where the values differ.
-     ("redefined", PLAIN_SOURCE, ["-Xcompiler", "-D__CUDA_ARCH_LIST__=900"], "<command line>")],
+    [
+        ("uses_list", USES_ARCH_LIST, [], "uses_list.cu"),
+        ("cub", CUB_SOURCE, [], "include/cccl/cub/util_namespace.cuh"),
+        # gcc -dD writes the command line's #defines, the arch list's too, into the output.
+        ("dD", PLAIN_SOURCE, ["-Xcompiler", "-dD"], "<output>"),
+        # A second definition: gcc warns of it where the values differ.
+        ("redefined", PLAIN_SOURCE, ["-Xcompiler", "-D__CUDA_ARCH_LIST__=900"], "<command line>"),
+    ],
     ids=["uses_list", "cub", "dD", "redefined"],
-)  # fmt: skip
+)
 def test_arch_list_users_miss_across_arch_sets(sdk, tmp_path, name, text, flags, user):
     """Sources whose preprocessed device code depends on `__CUDA_ARCH_LIST__`: an sm_90
     build after an sm_80+sm_90 one preprocesses compute_90 again (and --explain says
@@ -450,8 +558,14 @@ def test_arch_list_users_miss_across_arch_sets(sdk, tmp_path, name, text, flags,
     for build, archs in (("both", both), ("one", one), ("again", both)):
         args = [*HOST, *flags, *archs, "-c", str(src)]
         table = tmp_path / f"{build}.csv"
-        proc = run_driver(sdk, [*args, "-o", str(tmp_path / f"{build}.o")], cache, "--explain",
-                          "--table", str(table))  # fmt: skip
+        proc = run_driver(
+            sdk,
+            [*args, "-o", str(tmp_path / f"{build}.o")],
+            cache,
+            "--explain",
+            "--table",
+            str(table),
+        )
         errors[build] = proc.stderr
         rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(table)}
         expected = "hit" if build == "again" else "miss"
@@ -480,10 +594,29 @@ def test_concurrent_processes_share_one_cache(sdk, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     procs = []
     for i in range(4):
-        argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk), "-j", "2",
-                "--cache-dir", str(cache), "--cache-max-size", "400K", "--table",
-                str(tmp_path / f"t{i}.csv"), "--", *HOST, "-I.", *flags, "-c", src, "-o",
-                str(tmp_path / f"out{i}.o")]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "cuda_split.driver",
+            "--nvcc",
+            _nvcc(sdk),
+            "-j",
+            "2",
+            "--cache-dir",
+            str(cache),
+            "--cache-max-size",
+            "400K",
+            "--table",
+            str(tmp_path / f"t{i}.csv"),
+            "--",
+            *HOST,
+            "-I.",
+            *flags,
+            "-c",
+            src,
+            "-o",
+            str(tmp_path / f"out{i}.o"),
+        ]
         procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stderr=subprocess.PIPE))
     for p in procs:
         _, err = p.communicate()
@@ -528,15 +661,23 @@ def test_header_change_misses_only_where_it_matters(sdk, tmp_path):
     """A header only the sm_90 device code includes: the other arch, the host side and
     the dependency file stay right; switching the header back hits again."""
     (tmp_path / "k.cu").write_text(
-        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#include \"h90.h\"\n"
-        "#elif defined(__CUDA_ARCH__)\n#include \"h80.h\"\n#else\n#include \"hhost.h\"\n"
+        '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#include "h90.h"\n'
+        '#elif defined(__CUDA_ARCH__)\n#include "h80.h"\n#else\n#include "hhost.h"\n'
         "#endif\n__global__ void k(int* p) { *p = V; }\n"
     )
     for name, value in (("h90.h", 90), ("h80.h", 80), ("hhost.h", 1)):
         (tmp_path / name).write_text(f"#define V {value}\n")
     cache = tmp_path / "cache"
-    flags = [*HOST, "-gencode", "arch=compute_80,code=sm_80", "-gencode",
-             "arch=compute_90,code=sm_90", "-c", str(tmp_path / "k.cu"), "-MD"]  # fmt: skip
+    flags = [
+        *HOST,
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode",
+        "arch=compute_90,code=sm_90",
+        "-c",
+        str(tmp_path / "k.cu"),
+        "-MD",
+    ]
 
     def build(name: str) -> tuple[str, bytes]:
         out = tmp_path / f"{name}.o"
@@ -564,8 +705,12 @@ def test_header_change_misses_only_where_it_matters(sdk, tmp_path):
 def test_passthrough_ptx_lib_link_and_unknown_flags(sdk, tmp_path):
     src = "examples/saxpy/saxpy.cu"
     # -ptx: nvcc's own output.
-    proc = run_driver(sdk, [*HOST, "-I.", "-arch=sm_90", "-ptx", src, "-o",
-                            str(tmp_path / "ours.ptx")], None, "--verbose")  # fmt: skip
+    proc = run_driver(
+        sdk,
+        [*HOST, "-I.", "-arch=sm_90", "-ptx", src, "-o", str(tmp_path / "ours.ptx")],
+        None,
+        "--verbose",
+    )
     assert "passing to nvcc unchanged: -ptx is not split" in proc.stderr
     run_nvcc(sdk, [*HOST, "-I.", "-arch=sm_90", "-ptx", src, "-o", str(tmp_path / "theirs.ptx")])
     assert (tmp_path / "ours.ptx").read_text() == (tmp_path / "theirs.ptx").read_text()
@@ -574,8 +719,15 @@ def test_passthrough_ptx_lib_link_and_unknown_flags(sdk, tmp_path):
     run_driver(sdk, [*HOST, "-I.", "-arch=sm_90", "-c", src, "-o", str(obj)], None)
     run_driver(sdk, [*HOST, "-lib", str(obj), "-o", str(tmp_path / "libs.a")], None)
     assert (tmp_path / "libs.a").read_bytes().startswith(b"!<arch>\n")
-    link = [*HOST, "-arch=sm_90", str(obj), "examples/saxpy/main.cc", "-I.", "-o",
-            str(tmp_path / "app")]  # fmt: skip
+    link = [
+        *HOST,
+        "-arch=sm_90",
+        str(obj),
+        "examples/saxpy/main.cc",
+        "-I.",
+        "-o",
+        str(tmp_path / "app"),
+    ]
     ours = run_driver(sdk, link, None, "--verbose", check=False)
     theirs = run_nvcc(sdk, link, check=False)
     assert "passing to nvcc unchanged" in ours.stderr
@@ -592,8 +744,17 @@ def test_passthrough_ptx_lib_link_and_unknown_flags(sdk, tmp_path):
 def test_compile_error_reported_once_with_nvcc_status(sdk, tmp_path):
     bad = tmp_path / "bad.cu"
     bad.write_text('#include "no_such_header.h"\n__global__ void k() {}\n')
-    args = [*HOST, "-gencode", "arch=compute_80,code=sm_80", "-gencode",
-            "arch=compute_90,code=sm_90", "-c", str(bad), "-o", str(tmp_path / "bad.o")]
+    args = [
+        *HOST,
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode",
+        "arch=compute_90,code=sm_90",
+        "-c",
+        str(bad),
+        "-o",
+        str(tmp_path / "bad.o"),
+    ]
     ours = run_driver(sdk, args, tmp_path / "cache", check=False)
     theirs = run_nvcc(sdk, args, check=False)
     assert ours.returncode == theirs.returncode != 0
@@ -606,8 +767,24 @@ def test_launcher_form(sdk, tmp_path):
     out = tmp_path / "x.o"
     code = "import sys; from cuda_split.driver import main; sys.exit(main())"
     subprocess.run(
-        [sys.executable, "-c", code, "--no-cache", "-j", "1", _nvcc(sdk), *HOST, "-I.",
-         "-arch=sm_90", "-c", "examples/saxpy/saxpy.cu", "-o", str(out)],
-        cwd=REPO, env=env, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            code,
+            "--no-cache",
+            "-j",
+            "1",
+            _nvcc(sdk),
+            *HOST,
+            "-I.",
+            "-arch=sm_90",
+            "-c",
+            "examples/saxpy/saxpy.cu",
+            "-o",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+    )
     assert out.read_bytes()[:4] == b"\x7fELF"

@@ -144,8 +144,14 @@ def test_ggml_subset_with_launcher_equals_nvcc(sdk: pathlib.Path, tmp_path: path
     keep.write_text(KEEP_LAUNCHER)
     keep.chmod(0o755)
     cache = tmp_path / "cache"
-    driver_launcher = [sys.executable, "-m", "cuda_split.driver", "--cache-dir", str(cache),
-                       "--table-append"]  # fmt: skip
+    driver_launcher = [
+        sys.executable,
+        "-m",
+        "cuda_split.driver",
+        "--cache-dir",
+        str(cache),
+        "--table-append",
+    ]
     launchers = {
         "reference": [str(keep)],
         "driver": [*driver_launcher, "--table", str(tmp_path / "driver.csv")],
@@ -153,20 +159,39 @@ def test_ggml_subset_with_launcher_equals_nvcc(sdk: pathlib.Path, tmp_path: path
     }
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     configure = [
-        "cmake", "-G", "Ninja", "-S", str(project), f"-DGGML_DIR={ggml}",
-        f"-DSUBSET={';'.join(SUBSET)}", "-DGGML_CUDA=ON", "-DGGML_NATIVE=OFF",
-        "-DGGML_CCACHE=OFF", "-DGGML_CUDA_NO_VMM=ON", "-DBUILD_SHARED_LIBS=ON",
-        "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_CUDA_ARCHITECTURES={ARCHS}",
-        f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-DCUDAToolkit_ROOT={nvcc.parent.parent}",
-        "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-    ]  # fmt: skip
+        "cmake",
+        "-G",
+        "Ninja",
+        "-S",
+        str(project),
+        f"-DGGML_DIR={ggml}",
+        f"-DSUBSET={';'.join(SUBSET)}",
+        "-DGGML_CUDA=ON",
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_CCACHE=OFF",
+        "-DGGML_CUDA_NO_VMM=ON",
+        "-DBUILD_SHARED_LIBS=ON",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_CUDA_ARCHITECTURES={ARCHS}",
+        f"-DCMAKE_CUDA_COMPILER={nvcc}",
+        f"-DCUDAToolkit_ROOT={nvcc.parent.parent}",
+        "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+    ]
     builds = {name: tmp_path / name for name in launchers}
     logs = {name: tmp_path / f"{name}.log" for name in launchers}
     _wait(
         {
-            name: _run([*configure, "-B", str(build),
-                        f"-DCMAKE_CUDA_COMPILER_LAUNCHER={';'.join(launchers[name])}"],
-                       env, logs[name])  # fmt: skip
+            name: _run(
+                [
+                    *configure,
+                    "-B",
+                    str(build),
+                    f"-DCMAKE_CUDA_COMPILER_LAUNCHER={';'.join(launchers[name])}",
+                ],
+                env,
+                logs[name],
+            )
             for name, build in builds.items()
         },
         logs,
@@ -180,10 +205,18 @@ def test_ggml_subset_with_launcher_equals_nvcc(sdk: pathlib.Path, tmp_path: path
 
     # nvcc and the driver (empty cache) side by side, then the driver from the cache.
     build = ["ninja", "ggml_cuda_subset"]
-    _wait({n: _run([*build, "-C", str(builds[n])], env, logs[n]) for n in ("reference",
-           "driver")}, logs)  # fmt: skip
-    _wait({"driver-again": _run([*build, "-C", str(builds["driver-again"])], env,
-                                logs["driver-again"])}, logs)  # fmt: skip
+    _wait(
+        {n: _run([*build, "-C", str(builds[n])], env, logs[n]) for n in ("reference", "driver")},
+        logs,
+    )
+    _wait(
+        {
+            "driver-again": _run(
+                [*build, "-C", str(builds["driver-again"])], env, logs["driver-again"]
+            )
+        },
+        logs,
+    )
 
     reference = _outputs(builds["reference"])
     assert len([p for p in reference if p.endswith(".o")]) == len(SUBSET)

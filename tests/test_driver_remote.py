@@ -96,8 +96,12 @@ def nvcc_keep(sdk: pathlib.Path, work: pathlib.Path, args: list[str]) -> pathlib
     keep = work / "keep"
     keep.mkdir(parents=True)
     obj = work / "nvcc.o"
-    subprocess.run([_nvcc(sdk), *args, "-o", str(obj), "--keep", "--keep-dir", str(keep)],
-                   cwd=work, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [_nvcc(sdk), *args, "-o", str(obj), "--keep", "--keep-dir", str(keep)],
+        cwd=work,
+        check=True,
+        capture_output=True,
+    )
     return obj
 
 
@@ -145,8 +149,9 @@ for file in reapi._SCHEMA:
 print(checked)
 """
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    proc = subprocess.run([str(python), "-c", check], capture_output=True, text=True, env=env,
-                          check=False)  # fmt: skip
+    proc = subprocess.run(
+        [str(python), "-c", check], capture_output=True, text=True, env=env, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) > 80
 
@@ -158,16 +163,34 @@ def test_build_directories_share_steps_through_the_remote(
     ref = nvcc_keep(sdk, tmp_path / "ref", args)
     a, b = tmp_path / "A", tmp_path / "B"
     # A: empty local cache, every cached step misses both caches and is uploaded.
-    proc = run_driver(sdk, a, [*args, "-o", "k.o"], *remote_flags(backend),
-                      "--cache-dir", str(a / "cache"), "--table", "t.csv", "--explain")  # fmt: skip
+    proc = run_driver(
+        sdk,
+        a,
+        [*args, "-o", "k.o"],
+        *remote_flags(backend),
+        "--cache-dir",
+        str(a / "cache"),
+        "--table",
+        "t.csv",
+        "--explain",
+    )
     rows = cache_column(a / "t.csv")
     assert {c for (kind, _), c in rows.items() if kind in CACHED} == {"miss"}, rows
     # cudafe++, 2 cicc, 2 ptxas, fatbinary.
     assert proc.stderr.count("; uploaded (action ") == 6, proc.stderr
     assert "warning" not in proc.stderr
     # B: another directory, another empty local cache: the remote has them all.
-    proc = run_driver(sdk, b, [*args, "-o", "k.o"], *remote_flags(backend),
-                      "--cache-dir", str(b / "cache"), "--table", "t.csv", "--explain")  # fmt: skip
+    proc = run_driver(
+        sdk,
+        b,
+        [*args, "-o", "k.o"],
+        *remote_flags(backend),
+        "--cache-dir",
+        str(b / "cache"),
+        "--table",
+        "t.csv",
+        "--explain",
+    )
     rows = cache_column(b / "t.csv")
     for arch in ("80", "90"):
         assert rows[("cicc", f"compute_{arch}")] == "remote-hit", proc.stderr
@@ -175,14 +198,30 @@ def test_build_directories_share_steps_through_the_remote(
     assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "remote-hit"
     assert (a / "k.o").read_bytes() == (b / "k.o").read_bytes() == ref.read_bytes()
     # B again: the remote hits went into B's local cache.
-    run_driver(sdk, b, [*args, "-o", "k.o"], *remote_flags(backend),
-               "--cache-dir", str(b / "cache"), "--table", "t2.csv")  # fmt: skip
+    run_driver(
+        sdk,
+        b,
+        [*args, "-o", "k.o"],
+        *remote_flags(backend),
+        "--cache-dir",
+        str(b / "cache"),
+        "--table",
+        "t2.csv",
+    )
     assert {c for (k, _), c in cache_column(b / "t2.csv").items() if k in CACHED} == {"hit"}
     # C: sm_90 alone takes A's sm_90 cicc and ptxas (keys name files by role).
     one = [*HOST, "-gencode", "arch=compute_90,code=sm_90", "-c", str(source)]
     c = tmp_path / "C"
-    run_driver(sdk, c, [*one, "-o", "k.o"], *remote_flags(backend),
-               "--cache-dir", str(c / "cache"), "--table", "t.csv")  # fmt: skip
+    run_driver(
+        sdk,
+        c,
+        [*one, "-o", "k.o"],
+        *remote_flags(backend),
+        "--cache-dir",
+        str(c / "cache"),
+        "--table",
+        "t.csv",
+    )
     rows = cache_column(c / "t.csv")
     assert rows[("cicc", "compute_90")] == rows[("ptxas", "sm_90")] == "remote-hit", rows
     assert (c / "k.o").read_bytes() == nvcc_keep(sdk, c / "ref", one).read_bytes()
@@ -204,8 +243,17 @@ def test_corrupted_cas_blob_is_not_used(
     blob.write_bytes(bytes([cubin[0] ^ 0xFF]) + cubin[1:])
     try:
         b = tmp_path / "B"
-        proc = run_driver(sdk, b, [*args, "-o", "k.o"], *remote_flags(backend), "--cache-dir",
-                          str(b / "cache"), "--table", "t.csv", "--explain")  # fmt: skip
+        proc = run_driver(
+            sdk,
+            b,
+            [*args, "-o", "k.o"],
+            *remote_flags(backend),
+            "--cache-dir",
+            str(b / "cache"),
+            "--table",
+            "t.csv",
+            "--explain",
+        )
     finally:
         blob.write_bytes(cubin)
     rows = cache_column(b / "t.csv")
@@ -222,9 +270,20 @@ def test_backend_down_warns_once_and_builds(
 ) -> None:
     args = [*HOST, *TWO_ARCHS, "-c", str(source)]
     dead = f"grpc://127.0.0.1:{free_port()}"
-    proc = run_driver(sdk, tmp_path / "A", [*args, "-o", "k.o"], "--remote", dead,
-                      "--remote-instance", INSTANCE, "--remote-exec", "--cache-dir",
-                      str(tmp_path / "cache"), "--table", "t.csv")  # fmt: skip
+    proc = run_driver(
+        sdk,
+        tmp_path / "A",
+        [*args, "-o", "k.o"],
+        "--remote",
+        dead,
+        "--remote-instance",
+        INSTANCE,
+        "--remote-exec",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--table",
+        "t.csv",
+    )
     warnings = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
     assert len(warnings) == 1, proc.stderr
     assert f"remote {dead} (instance 'main') failed: UNAVAILABLE" in warnings[0]
@@ -234,8 +293,15 @@ def test_backend_down_warns_once_and_builds(
     ref = nvcc_keep(sdk, tmp_path / "ref", args)
     assert (tmp_path / "A" / "k.o").read_bytes() == ref.read_bytes()
     # The next compilation with that cache does not try again at once.
-    proc = run_driver(sdk, tmp_path / "B", [*args, "-o", "k.o"], "--remote", dead,
-                      "--cache-dir", str(tmp_path / "cache"))  # fmt: skip
+    proc = run_driver(
+        sdk,
+        tmp_path / "B",
+        [*args, "-o", "k.o"],
+        "--remote",
+        dead,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    )
     assert "s ago: UNAVAILABLE" in proc.stderr, proc.stderr
 
 
@@ -243,15 +309,36 @@ def test_remote_execution(
     sdk: pathlib.Path, backend: Backend, source: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     # Archs no other test builds: nothing in the action cache yet.
-    args = [*HOST, "-gencode", "arch=compute_75,code=sm_75", "-gencode",
-            "arch=compute_86,code=[sm_86,compute_86]", "-c", str(source)]  # fmt: skip
+    args = [
+        *HOST,
+        "-gencode",
+        "arch=compute_75,code=sm_75",
+        "-gencode",
+        "arch=compute_86,code=[sm_86,compute_86]",
+        "-c",
+        str(source),
+    ]
     a = tmp_path / "A"
-    proc = run_driver(sdk, a, [*args, "-o", "k.o"], *remote_flags(backend), "--remote-exec",
-                      "--cache-dir", str(a / "cache"), "--table", "t.csv", "--explain")  # fmt: skip
+    proc = run_driver(
+        sdk,
+        a,
+        [*args, "-o", "k.o"],
+        *remote_flags(backend),
+        "--remote-exec",
+        "--cache-dir",
+        str(a / "cache"),
+        "--table",
+        "t.csv",
+        "--explain",
+    )
     rows = cache_column(a / "t.csv")
     remote = {key for key, c in rows.items() if c == "remote-exec"}
-    assert remote == {("cicc", "compute_75"), ("cicc", "compute_86"), ("ptxas", "sm_75"),
-                      ("ptxas", "sm_86")}, proc.stderr  # fmt: skip
+    assert remote == {
+        ("cicc", "compute_75"),
+        ("cicc", "compute_86"),
+        ("ptxas", "sm_75"),
+        ("ptxas", "sm_86"),
+    }, proc.stderr
     assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "miss"
     assert proc.stderr.count("executed remotely (on ") == 4, proc.stderr
     assert (a / "k.o").read_bytes() == nvcc_keep(sdk, tmp_path / "ref", args).read_bytes()
@@ -261,8 +348,9 @@ def test_remote_execution(
         assert f"{out}: exit 0" in log, log
     # What the worker produced is in the action cache for other builds.
     b = tmp_path / "B"
-    run_driver(sdk, b, [*args, "-o", "k.o"], *remote_flags(backend), "--no-cache",
-               "--table", "t.csv")  # fmt: skip
+    run_driver(
+        sdk, b, [*args, "-o", "k.o"], *remote_flags(backend), "--no-cache", "--table", "t.csv"
+    )
     rows = cache_column(b / "t.csv")
     assert {c for (k, _), c in rows.items() if k in ("cicc", "ptxas")} == {"remote-hit"}
     assert (b / "k.o").read_bytes() == (a / "k.o").read_bytes()

@@ -232,13 +232,17 @@ def test_split_matches_nvcc(
     if fs.debug:
         # With the working directory kept, PTX and cubins are nvcc's, byte for byte.
         kept = harness.split_compile(
-            sdk, src, fs.spec, flags, tmp_path / "keep_cwd",
+            sdk,
+            src,
+            fs.spec,
+            flags,
+            tmp_path / "keep_cwd",
             keep_cwd_in_debug_paths=True,
             orig_src_path_name=str((REPO / src).resolve()),
             kinds=(planlib.CICC, planlib.PTXAS),
             inputs_from=pair.split.paths,
             names={r: p.name for r, p in pair.split.paths.items()},
-        )  # fmt: skip
+        )
         for role in pair.compared_roles():
             if role.split(":")[0] in ("ptx", "cubin"):
                 assert_same(role, kept.paths[role].read_bytes(), pair.nvcc.paths[role].read_bytes())
@@ -287,11 +291,15 @@ def test_relative_src_path_changes_only_module_id(
         harness.compile_both(sdk, src, BASE, flags, tmp_path / "default"),
     )
     rel = harness.split_compile(
-        sdk, src, spec, flags, tmp_path / "relative",
+        sdk,
+        src,
+        spec,
+        flags,
+        tmp_path / "relative",
         orig_src_path_name="",
         kinds=(planlib.CUDAFE, planlib.CICC, planlib.PTXAS),
         inputs_from=pair.split.paths,
-    )  # fmt: skip
+    )
     ours_id = rel.paths["module_id"].read_text()
     nvcc_id = pair.nvcc.paths["module_id"].read_text()
     # _<hash of the source path>_<length>_<file name>_<hash>: only the first part differs

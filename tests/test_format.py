@@ -1,17 +1,27 @@
 """Formatters, not taste: every Starlark file is as buildifier writes it (the pinned
-buildifier that scripts/setup.sh installs into .cache/node)."""
+buildifier that scripts/setup.sh installs into .cache/node), every Python file as
+`ruff format` writes it, with no opt-out markers."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
 from conftest import REPO, SETUP_HINT
 
 BUILDIFIER = REPO / ".cache" / "node" / "node_modules" / ".bin" / "buildifier"
-STARLARK_ROOTS = ["rules_cuda_split", "cuda", "examples", "tests", "tools", "WORKSPACE",
-                  "WORKSPACE.bzlmod", "MODULE.bazel"]  # fmt: skip
+STARLARK_ROOTS = [
+    "rules_cuda_split",
+    "cuda",
+    "examples",
+    "tests",
+    "tools",
+    "WORKSPACE",
+    "WORKSPACE.bzlmod",
+    "MODULE.bazel",
+]
 
 
 def test_starlark_is_buildifier_formatted() -> None:
@@ -19,10 +29,33 @@ def test_starlark_is_buildifier_formatted() -> None:
         pytest.fail(f"no buildifier at {BUILDIFIER}: {SETUP_HINT}")
     proc = subprocess.run(
         [str(BUILDIFIER), "--mode=check", "-r", *STARLARK_ROOTS],
-        cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, (
         f"not formatted (run `{BUILDIFIER.relative_to(REPO)} -r {' '.join(STARLARK_ROOTS)}`):\n"
         + proc.stdout
         + proc.stderr
     )
+
+
+def test_python_is_ruff_formatted() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, "run `.venv/bin/python -m ruff format .`:\n" + proc.stdout
+
+
+def test_no_formatter_opt_outs() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    marker = "fmt: " + "skip"
+    skipped = [name for name in tracked if marker in (REPO / name).read_text()]
+    assert not skipped, f"{marker} in {skipped}"

@@ -32,8 +32,9 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 class Recorder:
     """A fake `run`: sleeps, counts the nodes running at once, fails or raises on demand."""
 
-    def __init__(self, seconds: float = 0.05, fail: int = -1, raise_at: int = -1,
-                 interrupt_at: int = -1):  # fmt: skip
+    def __init__(
+        self, seconds: float = 0.05, fail: int = -1, raise_at: int = -1, interrupt_at: int = -1
+    ):
         self.seconds = seconds
         self.fail, self.raise_at, self.interrupt_at = fail, raise_at, interrupt_at
         self.now = self.peak = 0
@@ -61,10 +62,11 @@ class Recorder:
 def fake_nodes(n: int, chain: bool = False) -> list:
     """`n` independent nodes (or a chain), as much of driver.Node as run_dag reads."""
     return [
-        types.SimpleNamespace(index=i, deps={i - 1} if chain and i else set(), rc=None,
-                              stdout=b"", stderr=b"")
+        types.SimpleNamespace(
+            index=i, deps={i - 1} if chain and i else set(), rc=None, stdout=b"", stderr=b""
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 @pytest.fixture
@@ -257,14 +259,20 @@ def test_unusable_jobservers_fall_back(tmp_path):
     r2, w2 = os.pipe()
     try:
         for auth in (
-            "garbage", "3;4", "-1,-1", f"{closed_r},{closed_w}", f"{d},{d}",
+            "garbage",
+            "3;4",
+            "-1,-1",
+            f"{closed_r},{closed_w}",
+            f"{d},{d}",
             f"{r1},{w2}",  # ends of two different pipes
             f"{w1},{r1}",  # the wrong way round
-            f"fifo:{tmp_path / 'missing'}", f"fifo:{plain}",
-        ):  # fmt: skip
+            f"fifo:{tmp_path / 'missing'}",
+            f"fifo:{plain}",
+        ):
             said: list[str] = []
-            js = jobserverlib.from_environ({"MAKEFLAGS": f"-j4 --jobserver-auth={auth}"},
-                                           said.append)  # fmt: skip
+            js = jobserverlib.from_environ(
+                {"MAKEFLAGS": f"-j4 --jobserver-auth={auth}"}, said.append
+            )
             assert js is None, auth
             assert len(said) == 1 and auth in said[0], (auth, said)
     finally:
@@ -312,8 +320,9 @@ def test_under_make_jobserver(sdk, tmp_path):
         pytest.skip("no GNU make")
     src, flags = CASES["reduce-two-gencodes"]
     common = [*HOST, "-I.", *flags, "-c", src]
-    drv = shlex.join([sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk),
-                      "--no-cache", "--verbose"])  # fmt: skip
+    drv = shlex.join(
+        [sys.executable, "-m", "cuda_split.driver", "--nvcc", _nvcc(sdk), "--no-cache", "--verbose"]
+    )
     args = shlex.join(common)
     makefile = tmp_path / "Makefile"
     makefile.write_text(
@@ -323,8 +332,9 @@ def test_under_make_jobserver(sdk, tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env["PYTHONPATH"] = str(REPO / "tools")
-    proc = subprocess.run(["make", "-j4", "-f", str(makefile)], cwd=REPO, env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        ["make", "-j4", "-f", str(makefile)], cwd=REPO, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rec = (tmp_path / "rec.log").read_text()
     plain = (tmp_path / "plain.log").read_text()
@@ -333,8 +343,7 @@ def test_under_make_jobserver(sdk, tmp_path):
     assert f"steps on {os.cpu_count()} workers" in plain
     keep = tmp_path / "keep"
     keep.mkdir()
-    run_nvcc(sdk, [*common, "-o", str(tmp_path / "theirs.o"), "--keep", "--keep-dir",
-                   str(keep)])  # fmt: skip
+    run_nvcc(sdk, [*common, "-o", str(tmp_path / "theirs.o"), "--keep", "--keep-dir", str(keep)])
     theirs = (tmp_path / "theirs.o").read_bytes()
     assert (tmp_path / "rec.o").read_bytes() == theirs
     assert (tmp_path / "plain.o").read_bytes() == theirs

@@ -24,17 +24,31 @@ TOOLS = REPO / "tools"
 def _nvcc(sdk: pathlib.Path, *args: str) -> None:
     subprocess.run(
         [str(sdk / "bin" / "nvcc"), "-ccbin", HOST_COMPILER, *args],
-        cwd=REPO, check=True, capture_output=True,
-    )  # fmt: skip
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _step(sdk: pathlib.Path, *args: str) -> None:
     env = dict(os.environ, PYTHONPATH=str(TOOLS))
     proc = subprocess.run(
-        [sys.executable, "-m", "cuda_split.step", "--nvcc", str(sdk / "bin" / "nvcc"),
-         "--host-compiler", HOST_COMPILER, *args],
-        cwd=REPO, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "cuda_split.step",
+            "--nvcc",
+            str(sdk / "bin" / "nvcc"),
+            "--host-compiler",
+            HOST_COMPILER,
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -74,9 +88,13 @@ def compiled(sdk: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     for src in SOURCES:
         stem = pathlib.Path(src).stem
         split[stem] = split_compile(
-            sdk, src, "sm_80,sm_90", ["-rdc=true"], tmp / "split" / stem,
+            sdk,
+            src,
+            "sm_80,sm_90",
+            ["-rdc=true"],
+            tmp / "split" / stem,
             orig_src_path_name=str(REPO / src),
-        ).paths  # fmt: skip
+        ).paths
         nvcc[stem] = nvcc_compile(sdk, src, "sm_80,sm_90", ["-rdc=true"], keep)
     return {"tmp": tmp, "split": split, "nvcc": nvcc, "keep": keep}
 
@@ -100,21 +118,40 @@ def test_per_arch_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, comp
     objects = [str(compiled["nvcc"][pathlib.Path(s).stem].obj) for s in SOURCES]
     for virtual, real in [("compute_80", "sm_80"), ("compute_90", "sm_90")]:
         # The split: nvlink reads only this arch's cubins.
-        _step(sdk, "--kind", "nvlink", "--arch", real,
-              *per_source("--link-input", f"cubin:{real}"),
-              f"--file=linked:{real}={out / (real + '.cubin')}",
-              f"--nvcc-flag=-gencode=arch={virtual},code={real}")  # fmt: skip
+        _step(
+            sdk,
+            "--kind",
+            "nvlink",
+            "--arch",
+            real,
+            *per_source("--link-input", f"cubin:{real}"),
+            f"--file=linked:{real}={out / (real + '.cubin')}",
+            f"--nvcc-flag=-gencode=arch={virtual},code={real}",
+        )
         # nvcc: the same arch, from the host objects (which carry every arch).
         nvcc_dir = tmp / f"nvcc-{real}"
         nvcc_dir.mkdir()
-        _nvcc(sdk, "--keep", "--keep-dir", str(nvcc_dir), "-dlink", *objects,
-              "-o", str(nvcc_dir / "dlink.o"), f"-gencode=arch={virtual},code={real}")  # fmt: skip
+        _nvcc(
+            sdk,
+            "--keep",
+            "--keep-dir",
+            str(nvcc_dir),
+            "-dlink",
+            *objects,
+            "-o",
+            str(nvcc_dir / "dlink.o"),
+            f"-gencode=arch={virtual},code={real}",
+        )
         assert (out / (real + ".cubin")).read_bytes() == (nvcc_dir / "dlink.cubin").read_bytes()
         if real == "sm_90":
             # The registration file: one entry per module, from the .module_id files.
-            _step(sdk, "--kind", "register",
-                  *per_source("--module-id-file", "module_id"),
-                  f"--file=reg.c={out / 'dlink.reg.c'}")  # fmt: skip
+            _step(
+                sdk,
+                "--kind",
+                "register",
+                *per_source("--module-id-file", "module_id"),
+                f"--file=reg.c={out / 'dlink.reg.c'}",
+            )
             assert (out / "dlink.reg.c").read_text() == (nvcc_dir / "dlink.reg.c").read_text()
 
     # nvcc -dlink for both archs at once passes nvlink -report-arch, which nvlink records
@@ -122,8 +159,17 @@ def test_per_arch_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, comp
     # per-arch nvlink. The code is the same.
     both = tmp / "nvcc-both"
     both.mkdir()
-    _nvcc(sdk, "--keep", "--keep-dir", str(both), "-dlink", *objects, "-o", str(both / "dlink.o"),
-          *_gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")]))  # fmt: skip
+    _nvcc(
+        sdk,
+        "--keep",
+        "--keep-dir",
+        str(both),
+        "-dlink",
+        *objects,
+        "-o",
+        str(both / "dlink.o"),
+        *_gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")]),
+    )
     ours, theirs = out / "sm_90.cubin", both / "dlink.compute_90.cubin"
     ours_sections, theirs_sections = _elf_sections(ours), _elf_sections(theirs)
     assert b"-report-arch" in theirs_sections.pop(".note.nv.tkinfo")
@@ -169,12 +215,21 @@ def test_lto_ir_equals_nvcc(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
     elsewhere = tmp_path / "elsewhere" / "checkout"
     (elsewhere / "tests" / "rdc").mkdir(parents=True)
     shutil.copy(REPO / src, elsewhere / src)
-    for name, cwd, keep_cwd in [("kept", REPO, True), ("repo", REPO, False),
-                                ("elsewhere", elsewhere, False)]:  # fmt: skip
+    for name, cwd, keep_cwd in [
+        ("kept", REPO, True),
+        ("repo", REPO, False),
+        ("elsewhere", elsewhere, False),
+    ]:
         paths = split_compile(
-            sdk, src, "lto_90", ["-rdc=true"], tmp_path / name, cwd=cwd,
-            orig_src_path_name=str(REPO / src), keep_cwd_in_debug_paths=keep_cwd,
-        ).paths  # fmt: skip
+            sdk,
+            src,
+            "lto_90",
+            ["-rdc=true"],
+            tmp_path / name,
+            cwd=cwd,
+            orig_src_path_name=str(REPO / src),
+            keep_cwd_in_debug_paths=keep_cwd,
+        ).paths
         ltoir[name] = paths["ltoir:compute_90"].read_bytes()
     assert ltoir["kept"] == nvcc_ltoir
     assert ltoir["repo"] == ltoir["elsewhere"] != nvcc_ltoir
@@ -193,26 +248,54 @@ def test_device_runtime_registration_equals_nvcc_dlink(
     sdk = linkable_sdk
     flags = ["-rdc=true", "-I."]
     split = split_compile(
-        sdk, DP_SOURCE, "sm_80", flags, tmp_path / "split",
+        sdk,
+        DP_SOURCE,
+        "sm_80",
+        flags,
+        tmp_path / "split",
         orig_src_path_name=str(REPO / DP_SOURCE),
-    ).paths  # fmt: skip
+    ).paths
     nvcc = nvcc_compile(sdk, DP_SOURCE, "sm_80", flags, tmp_path / "keep")
     assert split["module_id"].read_bytes() == nvcc.paths["module_id"].read_bytes()
     out = tmp_path / "link"
     out.mkdir()
-    _step(sdk, "--kind", "nvlink", "--arch", "sm_80", "--link-input", str(split["cubin:sm_80"]),
-          f"--file=linked:sm_80={out / 'sm_80.cubin'}",
-          f"--file=prelinked:sm_80={out / 'sm_80.prelinked'}",
-          "--nvcc-flag=-gencode=arch=compute_80,code=sm_80")  # fmt: skip
+    _step(
+        sdk,
+        "--kind",
+        "nvlink",
+        "--arch",
+        "sm_80",
+        "--link-input",
+        str(split["cubin:sm_80"]),
+        f"--file=linked:sm_80={out / 'sm_80.cubin'}",
+        f"--file=prelinked:sm_80={out / 'sm_80.prelinked'}",
+        "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
+    )
     modules = (out / "sm_80.prelinked").read_text().split()
     assert len(modules) == 1 and "_cuda_device_runtime_cu_" in modules[0], modules
-    _step(sdk, "--kind", "register", "--module-id-file", str(split["module_id"]),
-          "--prelinked-file", str(out / "sm_80.prelinked"),
-          f"--file=reg.c={out / 'dlink.reg.c'}")  # fmt: skip
+    _step(
+        sdk,
+        "--kind",
+        "register",
+        "--module-id-file",
+        str(split["module_id"]),
+        "--prelinked-file",
+        str(out / "sm_80.prelinked"),
+        f"--file=reg.c={out / 'dlink.reg.c'}",
+    )
     nvcc_dir = tmp_path / "nvcc-dlink"
     nvcc_dir.mkdir()
-    _nvcc(sdk, "--keep", "--keep-dir", str(nvcc_dir), "-dlink", str(nvcc.obj),
-          "-o", str(nvcc_dir / "dlink.o"), "-gencode=arch=compute_80,code=sm_80")  # fmt: skip
+    _nvcc(
+        sdk,
+        "--keep",
+        "--keep-dir",
+        str(nvcc_dir),
+        "-dlink",
+        str(nvcc.obj),
+        "-o",
+        str(nvcc_dir / "dlink.o"),
+        "-gencode=arch=compute_80,code=sm_80",
+    )
     theirs = (nvcc_dir / "dlink.reg.c").read_text()
     assert "#define NUM_PRELINKED_OBJECTS 2\n" in theirs, theirs
     assert (out / "dlink.reg.c").read_text() == theirs
@@ -230,13 +313,29 @@ def test_nvlink_without_device_runtime_fails_naming_it(
         linkable_sdk, SOURCES[1], "sm_80", ["-rdc=true"], tmp_path / "split"
     ).paths["cubin:sm_80"]
     proc = subprocess.run(
-        [sys.executable, "-m", "cuda_split.step", "--nvcc", str(sdk / "bin" / "nvcc"),
-         "--host-compiler", HOST_COMPILER, "--kind", "nvlink", "--arch", "sm_80",
-         "--link-input", str(cubin), f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
-         "--nvcc-flag=-gencode=arch=compute_80,code=sm_80"],
-        cwd=REPO, env=dict(os.environ, PYTHONPATH=str(TOOLS)), capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "cuda_split.step",
+            "--nvcc",
+            str(sdk / "bin" / "nvcc"),
+            "--host-compiler",
+            HOST_COMPILER,
+            "--kind",
+            "nvlink",
+            "--arch",
+            "sm_80",
+            "--link-input",
+            str(cubin),
+            f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
+            "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
+        ],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(TOOLS)),
+        capture_output=True,
+        text=True,
         check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode != 0
     assert "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of" in proc.stderr
     assert not (tmp_path / "x.cubin").exists()

@@ -101,9 +101,21 @@ def _outputs(bin_dir: pathlib.Path, prefixes: tuple[str, ...] = ("examples/",)) 
         if not rel.startswith(prefixes):
             continue
         if rel.endswith(
-            (".o", ".a", ".ptx", ".cubin", ".ltoir", ".fatbin.c", ".ii", ".stub.c",
-             ".cudafe1.cpp", ".module_id", ".reg.c", ".prelinked")
-        ) or (path.stat().st_mode & 0o111 and "." not in path.name):  # fmt: skip
+            (
+                ".o",
+                ".a",
+                ".ptx",
+                ".cubin",
+                ".ltoir",
+                ".fatbin.c",
+                ".ii",
+                ".stub.c",
+                ".cudafe1.cpp",
+                ".module_id",
+                ".reg.c",
+                ".prelinked",
+            )
+        ) or (path.stat().st_mode & 0o111 and "." not in path.name):
             found[rel] = path.read_bytes()
     return found
 
@@ -118,9 +130,15 @@ def _build(
 ) -> Build:
     start = time.monotonic()
     proc = bazel(
-        "build", *COMMON, f"--execution_log_json_file={log}", *flags, *targets,
-        cwd=work, output_base=base, check=check,
-    )  # fmt: skip
+        "build",
+        *COMMON,
+        f"--execution_log_json_file={log}",
+        *flags,
+        *targets,
+        cwd=work,
+        output_base=base,
+        check=check,
+    )
     print(f"{log.name}: {time.monotonic() - start:.0f} s, {_summary_line(proc.stderr)}")
     execroot = pathlib.Path(
         bazel("info", "execution_root", cwd=work, output_base=base).stdout.strip()
@@ -132,12 +150,21 @@ def _build(
 def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[str, Any]]]:
     proc = subprocess.run(
         [
-            sys.executable, "-m", "cuda_split.explain", "explain", str(old.log), str(new.log),
-            f"--old-execroot={old.execroot}", f"--new-execroot={new.execroot}", f"--json={out}",
+            sys.executable,
+            "-m",
+            "cuda_split.explain",
+            "explain",
+            str(old.log),
+            str(new.log),
+            f"--old-execroot={old.execroot}",
+            f"--new-execroot={new.execroot}",
+            f"--json={out}",
         ],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-    )  # fmt: skip
+    )
     return proc.stdout, json.loads(out.read_text())
 
 
@@ -169,9 +196,15 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
     work, _, bases = checkouts
     # sm_86: no action key in common with the sharing builds that follow.
     proc = bazel(
-        "build", "--jobs=3", *backend.remote_execution_flags(), ARCHS + "sm_86",
-        "//examples/saxpy:saxpy", cwd=work, output_base=bases["remote"], check=False,
-    )  # fmt: skip
+        "build",
+        "--jobs=3",
+        *backend.remote_execution_flags(),
+        ARCHS + "sm_86",
+        "//examples/saxpy:saxpy",
+        cwd=work,
+        output_base=bases["remote"],
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:] + _backend_logs(backend)
     summary = _summary_line(proc.stderr)
     assert re.search(r"\d+ remote\b", summary) and "sandbox" not in summary, summary
@@ -193,9 +226,14 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
         local = bazel("build", target, cwd=work, output_base=bases["remote"], check=False)
         assert local.returncode == 0, f"{target} should build locally:\n{local.stderr[-2000:]}"
         remote = bazel(
-            "build", *backend.remote_execution_flags(), "--noremote_accept_cached", target,
-            cwd=work, output_base=bases["remote"], check=False,
-        )  # fmt: skip
+            "build",
+            *backend.remote_execution_flags(),
+            "--noremote_accept_cached",
+            target,
+            cwd=work,
+            output_base=bases["remote"],
+            check=False,
+        )
         assert remote.returncode != 0, f"{target} read a hidden SDK file on a worker"
         assert "No such file or directory" in remote.stderr, remote.stderr[-2000:]
 
@@ -211,9 +249,13 @@ def build_a(
     one, _, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     return _build(
-        one, bases["1"], logs / "a.json", ARCHS + "sm_80,sm_90", *backend.remote_cache_flags(),
+        one,
+        bases["1"],
+        logs / "a.json",
+        ARCHS + "sm_80,sm_90",
+        *backend.remote_cache_flags(),
         targets=ALL_EXAMPLES,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -281,9 +323,11 @@ def test_per_arch_actions_shared_across_builds(
 def _arch_list_report(build: Build) -> str:
     return subprocess.run(
         [sys.executable, "-m", "cuda_split.explain", "arch-list", str(build.bin_dir)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-    ).stdout  # fmt: skip
+    ).stdout
 
 
 PER_ARCH = "--//cuda:device_arch_list=per_arch"
@@ -312,10 +356,10 @@ def _builds_a_b(
     output base 2), with `flags`."""
     one, two, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
-    a = _build(one, bases["1"], logs / f"{name}-a.json", ARCHS + "sm_80,sm_90", *flags,
-               targets=targets)  # fmt: skip
-    b = _build(two, bases["2"], logs / f"{name}-b.json", ARCHS + "sm_90", *flags,
-               targets=targets)  # fmt: skip
+    a = _build(
+        one, bases["1"], logs / f"{name}-a.json", ARCHS + "sm_80,sm_90", *flags, targets=targets
+    )
+    b = _build(two, bases["2"], logs / f"{name}-b.json", ARCHS + "sm_90", *flags, targets=targets)
     return a, b
 
 
@@ -328,10 +372,15 @@ def test_per_arch_list_shares_cccl_code_across_arch_sets(
     table, rows = _explain(a, b, tmp_path / "per_arch.json")
     _print(capsys, "cuda-split explain A -> B, device_arch_list=per_arch", table)
     per_arch = [
-        r for r in rows
-        if (r["mnemonic"], r["arch"]) in {("CudaDevicePreprocess", "compute_90"),
-                                          ("CudaCicc", "compute_90"), ("CudaPtxas", "sm_90")}
-    ]  # fmt: skip
+        r
+        for r in rows
+        if (r["mnemonic"], r["arch"])
+        in {
+            ("CudaDevicePreprocess", "compute_90"),
+            ("CudaCicc", "compute_90"),
+            ("CudaPtxas", "sm_90"),
+        }
+    ]
     # saxpy + thrust's 3 sources (2 of them CUB/Thrust), 3 steps each; no arch-list check.
     assert len(per_arch) == 12 and all(r["hit"] for r in per_arch), table
     assert {r["source"] for r in per_arch} >= CCCL_SOURCES
@@ -379,11 +428,16 @@ def remote_build(
     one, _, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     remote = _build(
-        one, bases["remote"], logs / "remote.json", ARCHS + "sm_80,sm_90",
+        one,
+        bases["remote"],
+        logs / "remote.json",
+        ARCHS + "sm_80,sm_90",
         *backend.remote_execution_flags(),
         # Run everything on the workers: build A put these actions in the cache.
-        "--noremote_accept_cached", targets=ALL_EXAMPLES, check=False,
-    )  # fmt: skip
+        "--noremote_accept_cached",
+        targets=ALL_EXAMPLES,
+        check=False,
+    )
     assert "Build completed successfully" in remote.stderr, remote.stderr[-4000:] + _backend_logs(
         backend
     )
@@ -473,9 +527,15 @@ def remote_mono(
     one, _, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     return _build(
-        one, bases["remote"], logs / "remote-mono.json", ARCHS + "sm_80,sm_90", MONO,
-        *backend.remote_execution_flags(), "--noremote_accept_cached", targets=MONO_TARGETS,
-    )  # fmt: skip
+        one,
+        bases["remote"],
+        logs / "remote-mono.json",
+        ARCHS + "sm_80,sm_90",
+        MONO,
+        *backend.remote_execution_flags(),
+        "--noremote_accept_cached",
+        targets=MONO_TARGETS,
+    )
 
 
 def test_remote_execution_mono_mode(remote_mono: Build, mono_builds: tuple[Build, Build]) -> None:
@@ -518,9 +578,14 @@ def test_remote_device_debug_matches_sandboxed(
     targets = ["//examples/multi:vector_ops"]
     local = _build(one, bases["1"], tmp_path / "g.json", *flags, targets=targets)
     remote = _build(
-        one, bases["remote"], tmp_path / "g-remote.json", *flags,
-        *backend.remote_execution_flags(), "--noremote_accept_cached", targets=targets,
-    )  # fmt: skip
+        one,
+        bases["remote"],
+        tmp_path / "g-remote.json",
+        *flags,
+        *backend.remote_execution_flags(),
+        "--noremote_accept_cached",
+        targets=targets,
+    )
     assert re.search(r"\d+ remote\b", _summary_line(remote.stderr)), remote.stderr[-2000:]
     # What this build wrote (the output bases hold other builds' files too).
     written = {
@@ -546,10 +611,15 @@ def test_killed_and_stopped_workers_do_not_fail_the_build(
     one, _, bases = checkouts
     log = tmp_path / "build.log"
     cmd = [
-        shutil.which("bazel") or "bazel", f"--output_base={bases['remote']}", "build", "--jobs=3",
-        *backend.remote_execution_flags(), "--noremote_accept_cached", ARCHS + "sm_75",
+        shutil.which("bazel") or "bazel",
+        f"--output_base={bases['remote']}",
+        "build",
+        "--jobs=3",
+        *backend.remote_execution_flags(),
+        "--noremote_accept_cached",
+        ARCHS + "sm_75",
         "//examples/multi:vector_ops",
-    ]  # fmt: skip
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEST_")}
     with open(log, "w") as out:
         build = subprocess.Popen(cmd, cwd=one, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -590,9 +660,14 @@ def test_backend_down_clear_error_and_local_fallback(checkouts: Checkouts) -> No
         r"UNAVAILABLE|Connection refused|Failed to query remote execution capabilities", down.stderr
     ), down.stderr[-3000:]
     fallback = bazel(
-        "build", *flags, "--remote_local_fallback", "//examples/saxpy:saxpy",
-        cwd=one, output_base=bases["remote"], check=False,
-    )  # fmt: skip
+        "build",
+        *flags,
+        "--remote_local_fallback",
+        "//examples/saxpy:saxpy",
+        cwd=one,
+        output_base=bases["remote"],
+        check=False,
+    )
     assert fallback.returncode == 0, fallback.stderr[-4000:]
     assert "Build completed successfully" in fallback.stderr
 
@@ -626,9 +701,13 @@ def test_corrupted_cas_blob_is_detected_not_used(
     try:
         bazel("clean", cwd=two, output_base=bases["2"])
         b2 = _build(
-            two, bases["2"], tmp_path / "b2.json", ARCHS + "sm_90", *backend.remote_cache_flags(),
+            two,
+            bases["2"],
+            tmp_path / "b2.json",
+            ARCHS + "sm_90",
+            *backend.remote_cache_flags(),
             targets=["//examples/saxpy:saxpy"],
-        )  # fmt: skip
+        )
     finally:
         path.write_bytes(good)
     print("\n".join(ln for ln in b2.stderr.splitlines() if "digest" in ln)[:800])
@@ -654,13 +733,22 @@ def test_corrupted_cas_blob_is_detected_not_used(
     flags = [*backend.remote_execution_flags(), "--noremote_accept_cached", ARCHS + "sm_87"]
     try:
         proc = bazel(
-            "build", *flags, "//examples/saxpy:saxpy",
-            cwd=one, output_base=bases["remote"], check=False,
-        )  # fmt: skip
+            "build",
+            *flags,
+            "//examples/saxpy:saxpy",
+            cwd=one,
+            output_base=bases["remote"],
+            check=False,
+        )
         fallback = bazel(
-            "build", *flags, "--remote_local_fallback", "//examples/saxpy:saxpy",
-            cwd=one, output_base=bases["remote"], check=False,
-        )  # fmt: skip
+            "build",
+            *flags,
+            "--remote_local_fallback",
+            "//examples/saxpy:saxpy",
+            cwd=one,
+            output_base=bases["remote"],
+            check=False,
+        )
     finally:
         path.write_bytes(good)
     print("\n".join(ln for ln in proc.stderr.splitlines() if "digest" in ln)[:800])

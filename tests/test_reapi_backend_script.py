@@ -129,8 +129,14 @@ def _summary(text: str) -> str:
 def _start_build(
     work: pathlib.Path, base: pathlib.Path, log: pathlib.Path, *flags: str
 ) -> subprocess.Popen[bytes]:
-    cmd = [shutil.which("bazel") or "bazel", f"--output_base={base}", "build", "--jobs=2",
-           *flags, TARGET]  # fmt: skip
+    cmd = [
+        shutil.which("bazel") or "bazel",
+        f"--output_base={base}",
+        "build",
+        "--jobs=2",
+        *flags,
+        TARGET,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEST_")}
     with open(log, "wb") as out:
         return subprocess.Popen(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -237,9 +243,13 @@ def test_worker_killed_mid_build_and_backend_down(
         remote_base = base / "output-base-remote"
         log = base / "remote.log"
         build = _start_build(
-            work, remote_base, log, "--//cuda:archs=sm_90", *script.flags(),
+            work,
+            remote_base,
+            log,
+            "--//cuda:archs=sm_90",
+            *script.flags(),
             "--remote_default_exec_properties=OSFamily=linux",
-        )  # fmt: skip
+        )
         victim = _when_busy(build, state)
         assert victim is not None, "no worker was seen running an action"
         os.kill(victim[1], signal.SIGKILL)
@@ -279,13 +289,19 @@ def test_worker_killed_mid_build_and_backend_down(
         for probe_target in ("//probe:ls", "//probe:run"):
             local_probe = bazel(
                 "build", probe_target, cwd=work, output_base=local_base, check=False
-            )  # fmt: skip
+            )
             assert local_probe.returncode == 0, local_probe.stderr[-3000:]
         probe = bazel(
-            "build", "--keep_going", *script.flags(),
-            "--remote_default_exec_properties=OSFamily=linux", "//probe:ls", "//probe:run",
-            cwd=work, output_base=remote_base, check=False,
-        )  # fmt: skip
+            "build",
+            "--keep_going",
+            *script.flags(),
+            "--remote_default_exec_properties=OSFamily=linux",
+            "//probe:ls",
+            "//probe:run",
+            cwd=work,
+            output_base=remote_base,
+            check=False,
+        )
         assert probe.returncode != 0, "an action saw a CUDA install the script should hide"
         for n in ("sdk_nvcc", "wheel_cudart"):
             assert f"cannot access '{fake_installs[n]}'" in probe.stderr, probe.stderr[-3000:]
@@ -328,7 +344,7 @@ def test_state_dir_kept_and_stale_state_swept(tmp_path: pathlib.Path) -> None:
     kept = None
     try:
         stale = killed.ready()
-        (pid, _busy), = _workers(stale).values()  # fmt: skip
+        ((pid, _busy),) = _workers(stale).values()
         assert killed.stop(signal.SIGKILL) == -signal.SIGKILL
         deadline = time.monotonic() + 30
         while _alive(pid) and time.monotonic() < deadline:

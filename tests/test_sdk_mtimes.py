@@ -24,8 +24,11 @@ def _preprocess(tmp_path: pathlib.Path) -> str:
     main.write_text('#include "a/h.h"\n#include "b/h.h"\n')
     return subprocess.run(
         ["gcc", "-E", "-x", "c++", main.name],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def test_gcc_pragma_once_skips_an_equal_header_only_with_the_same_mtime(

@@ -39,7 +39,8 @@ def test_setup_installs_nothing_into_the_system_interpreter() -> None:
 
 def test_test_sh_runs_pytest_and_ruff_from_the_venv() -> None:
     code = _code(TEST_SH)
-    assert ".venv/bin/python -m ruff check tools tests" in code
+    assert ".venv/bin/python -m ruff check .\n" in code
+    assert ".venv/bin/python -m ruff format --check .\n" in code
     assert '.venv/bin/python -m pytest -ra "$@"' in code
     assert not re.search(r"^\s*python3 ", code, re.M)
 

@@ -97,14 +97,26 @@ def test_aquery_graph_with_estimated_durations(tmp_path: pathlib.Path) -> None:
             {"id": 2, "directArtifactIds": [2], "transitiveDepSetIds": [1]},
         ],
         "actions": [
-            {"mnemonic": "CudaCicc", "arguments": ["--arch", "compute_90"],
-             "inputDepSetIds": [1], "outputIds": [2]},
-            {"mnemonic": "CudaPtxas", "arguments": ["--arch", "sm_90"],
-             "inputDepSetIds": [2], "outputIds": [3]},
-            {"mnemonic": "CudaCicc", "arguments": ["--arch", "compute_90"],
-             "inputDepSetIds": [1], "outputIds": [4]},
+            {
+                "mnemonic": "CudaCicc",
+                "arguments": ["--arch", "compute_90"],
+                "inputDepSetIds": [1],
+                "outputIds": [2],
+            },
+            {
+                "mnemonic": "CudaPtxas",
+                "arguments": ["--arch", "sm_90"],
+                "inputDepSetIds": [2],
+                "outputIds": [3],
+            },
+            {
+                "mnemonic": "CudaCicc",
+                "arguments": ["--arch", "compute_90"],
+                "inputDepSetIds": [1],
+                "outputIds": [4],
+            },
         ],
-    }  # fmt: skip
+    }
     path = tmp_path / "aquery.json"
     path.write_text(json.dumps(aquery))
     actions = simulate.read_aquery(str(path))

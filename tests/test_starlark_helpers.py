@@ -111,9 +111,11 @@ def test_parse_bad_specs_name_the_token_and_the_accepted_forms(tmp_path: pathlib
 def test_accepted_forms_say_what_separates_groups(tmp_path: pathlib.Path) -> None:
     """`;` separates groups; `,` lists shorthands or the codes of one virtual arch, never
     `virtual:codes` groups (the old text said "groups separated by ';' or ','")."""
-    (forms,) = eval_json(tmp_path, PRELUDE.replace('"parse_arch_spec"', '"ACCEPTED_FORMS", '
-                                                   '"parse_arch_spec"') +
-                         "print(json.encode([ACCEPTED_FORMS]))\n")  # fmt: skip
+    (forms,) = eval_json(
+        tmp_path,
+        PRELUDE.replace('"parse_arch_spec"', '"ACCEPTED_FORMS", "parse_arch_spec"')
+        + "print(json.encode([ACCEPTED_FORMS]))\n",
+    )
     assert forms == pipeline.ACCEPTED_FORMS
     assert "';' or ','" not in forms
     assert forms.startswith("groups separated by ';';")
@@ -200,8 +202,13 @@ def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> 
         (["fatbinary", "host_compile"], ""),
     ]
     assert got[0]["inputs"] == [] and got[0]["outputs"] == ["cpp4.ii", "cudafe1.cpp", "module_id"]
-    assert got[-1]["inputs"] == ["cubin:sm_80", "cubin:sm_90", "cudafe1.cpp", "stub:compute_80",
-                                 "stub:compute_90"]  # fmt: skip
+    assert got[-1]["inputs"] == [
+        "cubin:sm_80",
+        "cubin:sm_90",
+        "cudafe1.cpp",
+        "stub:compute_80",
+        "stub:compute_90",
+    ]
     assert got[-1]["outputs"] == ["fatbin.c", "obj"]
 
 

@@ -228,16 +228,25 @@ def test_readme_workspace_builds(
 
 def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pathlib.Path) -> None:
     proc = bazel(
-        "build", "-c", "opt", "//:tool", "--output_groups=cuda_ptx,cuda_cubin,cuda_fatbin",
-        cwd=workspace, output_base=output_base,
-    )  # fmt: skip
+        "build",
+        "-c",
+        "opt",
+        "//:tool",
+        "--output_groups=cuda_ptx,cuda_cubin,cuda_fatbin",
+        cwd=workspace,
+        output_base=output_base,
+    )
     listed = {
         pathlib.PurePath(p).name for p in re.findall(r"^\s+(bazel-bin/\S+)$", proc.stderr, re.M)
     }
     assert {
-        "tool.compute_90.ptx", "saxpy.compute_90.ptx", "tool.sm_90.cubin", "saxpy.sm_90.cubin",
-        "tool.fatbin.c", "saxpy.fatbin.c",
-    } <= listed, proc.stderr[-3000:]  # fmt: skip
+        "tool.compute_90.ptx",
+        "saxpy.compute_90.ptx",
+        "tool.sm_90.cubin",
+        "saxpy.sm_90.cubin",
+        "tool.fatbin.c",
+        "saxpy.fatbin.c",
+    } <= listed, proc.stderr[-3000:]
     assert not any(name.startswith("cli.") for name in listed), listed
 
 

@@ -247,10 +247,19 @@ def _cached_wheels(version: str, components: list[str]) -> None:
         path = CACHE / f["url"].rsplit("/", 1)[1]
         if not path.is_file():
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 f"{entry['package']}=={entry['version']}", "-d", str(CACHE)],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    f"{entry['package']}=={entry['version']}",
+                    "-d",
+                    str(CACHE),
+                ],
                 check=True,
-            )  # fmt: skip
+            )
         assert path.is_file(), f"pip downloaded another file than {path.name}"
         assert cvt_sha256(path) == f["sha256"], path
 
@@ -277,8 +286,13 @@ class Workspace:
         env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         proc = subprocess.run(
             ["bazel", f"--output_base={self.output_base}", *args],
-            cwd=self.root, env=env, capture_output=True, text=True, timeout=3000, check=False,
-        )  # fmt: skip
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3000,
+            check=False,
+        )
         if check and proc.returncode != 0:
             pytest.fail(f"bazel {' '.join(args)} failed:\n{proc.stderr[-6000:]}")
         return proc
@@ -404,9 +418,12 @@ def ws() -> Iterator[Workspace]:
 
 def _cubins(w: Workspace, version: str) -> dict[str, bytes]:
     w.bazel(
-        "build", f"--//cuda:version={version}", "--output_groups=+cuda_cubin",
-        "//examples/saxpy:saxpy_main", "//examples/cublas:cublas_gemm",
-    )  # fmt: skip
+        "build",
+        f"--//cuda:version={version}",
+        "--output_groups=+cuda_cubin",
+        "//examples/saxpy:saxpy_main",
+        "//examples/cublas:cublas_gemm",
+    )
     out = w.root / "bazel-bin" / "examples" / "saxpy"
     return {p.name: p.read_bytes() for p in out.rglob("*.cubin")}
 
@@ -430,17 +447,21 @@ def test_each_version_builds_saxpy_and_cublas_from_its_wheels(ws: Workspace) -> 
     # The binary links the selected version's cuBLAS.
     dynamic = subprocess.run(
         ["readelf", "-d", str(ws.root / "bazel-bin/examples/cublas/cublas_gemm")],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "libcublas.so.13" in dynamic and "local_Ucuda_U13_U5" in dynamic
 
 
 def _cuda_actions(w: Workspace, version: str) -> list[dict]:
     """The CUDA actions of saxpy under a version: key, mnemonic, argv, input paths."""
     proc = w.bazel(
-        "aquery", f"--//cuda:version={version}", "--output=jsonproto",
+        "aquery",
+        f"--//cuda:version={version}",
+        "--output=jsonproto",
         'mnemonic("Cuda.*", deps(//examples/saxpy:saxpy_main))',
-    )  # fmt: skip
+    )
     graph = json.loads(proc.stdout)
     fragments = {f["id"]: f for f in graph["pathFragments"]}
 
@@ -540,9 +561,11 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
 def test_an_sdk_from_a_redistrib_manifest_compiles_as_the_wheels_do(ws: Workspace) -> None:
     wheels = _cubins(ws, "13.0")["saxpy.sm_90.cubin"]
     ws.bazel(
-        "build", "--extra_toolchains=@redist_cuda//:toolchain", "--output_groups=+cuda_cubin",
+        "build",
+        "--extra_toolchains=@redist_cuda//:toolchain",
+        "--output_groups=+cuda_cubin",
         "//examples/saxpy:saxpy",
-    )  # fmt: skip
+    )
     repo = ws.external("redist_cuda")
     header = (repo / "BUILD.bazel").read_text().splitlines()[1]
     assert "found by: CUDA 13.0 redistrib archives: cuda_nvcc 13.0.88, libnvvm 13.0.88" in header

@@ -70,14 +70,20 @@ def step_argv(
 ) -> list[str]:
     """The `python -m cuda_split.step` command of one split step."""
     argv = [
-        sys.executable, "-m", "cuda_split.step",
-        "--kind", step.kind,
-        "--nvcc", str(nvcc),
-        "--src", src,
-        "--host-compiler", HOST_COMPILER,
+        sys.executable,
+        "-m",
+        "cuda_split.step",
+        "--kind",
+        step.kind,
+        "--nvcc",
+        str(nvcc),
+        "--src",
+        src,
+        "--host-compiler",
+        HOST_COMPILER,
         *step.file_args(dict(paths)),
         *step.flag_args(flags),
-    ]  # fmt: skip
+    ]
     if step.arch:
         argv += ["--arch", step.arch]
     if orig_src_path_name:
@@ -132,10 +138,14 @@ def split_compile(
                 if all(r in done or r not in all_outputs for r in step.inputs):
                     pending.remove(step)
                     argv = step_argv(
-                        sdk / "bin" / "nvcc", src, step, str_paths, flags,
+                        sdk / "bin" / "nvcc",
+                        src,
+                        step,
+                        str_paths,
+                        flags,
                         orig_src_path_name=orig_src_path_name,
                         keep_cwd_in_debug_paths=keep_cwd_in_debug_paths,
-                    )  # fmt: skip
+                    )
                     running[pool.submit(_run, argv, cwd, env)] = step
             if not running:
                 raise ValueError(f"steps that can never run: {pending}")
@@ -177,10 +187,20 @@ def nvcc_argv(
 ) -> list[str]:
     stem = pathlib.Path(src).stem
     return [
-        str(sdk / "bin" / "nvcc"), "-ccbin", HOST_COMPILER, "--keep", "--keep-dir", str(keep_dir),
-        "-c", src, "-o", str(keep_dir / f"{stem}.o"), *gencode_flags(spec), *flags,
+        str(sdk / "bin" / "nvcc"),
+        "-ccbin",
+        HOST_COMPILER,
+        "--keep",
+        "--keep-dir",
+        str(keep_dir),
+        "-c",
+        src,
+        "-o",
+        str(keep_dir / f"{stem}.o"),
+        *gencode_flags(spec),
+        *flags,
         *REFERENCE_FLAGS,
-    ]  # fmt: skip
+    ]
 
 
 def _value(argv: Sequence[str], flag: str) -> str | None:
@@ -325,11 +345,16 @@ def compile_both(
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         nvcc_future = pool.submit(nvcc_compile, sdk, src, spec, flags, tmp / "nvcc", cwd=cwd)
         split = split_compile(
-            sdk, src, spec, flags, tmp / "split", cwd=cwd,
+            sdk,
+            src,
+            spec,
+            flags,
+            tmp / "split",
+            cwd=cwd,
             orig_src_path_name=orig_src_path_name,
             keep_cwd_in_debug_paths=keep_cwd_in_debug_paths,
             names=names,
-        )  # fmt: skip
+        )
         nvcc = nvcc_future.result()
     return Pair(split=split, nvcc=nvcc, cwd=cwd)
 

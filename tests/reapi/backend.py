@@ -75,11 +75,35 @@ MARKERS = (
 # Never hidden whole (a marker in one of them is hidden alone): the system's own
 # directories, where the workers' compiler and Python live.
 PROTECTED = (
-    "/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/usr", "/usr/bin", "/usr/sbin",
-    "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-    "/usr/include", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/local/include",
-    "/usr/share", "/opt", "/etc", "/var", "/tmp", "/home", "/root", "/srv", "/mnt", "/media",
-)  # fmt: skip
+    "/",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/usr",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/include",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/lib",
+    "/usr/local/include",
+    "/usr/share",
+    "/opt",
+    "/etc",
+    "/var",
+    "/tmp",
+    "/home",
+    "/root",
+    "/srv",
+    "/mnt",
+    "/media",
+)
 # Not searched: pseudo file systems, and the Bazel output bases (hidden whole).
 NOT_SEARCHED = ("/proc", "/sys", "/dev", "/run")
 
@@ -104,8 +128,21 @@ def find_cuda_installs(
     prune: list[str] = []
     for d in [*NOT_SEARCHED, *exclude]:
         prune += ["-o", "-path", d] if prune else ["-path", d]
-    cmd = ["find", *roots, "(", *prune, ")", "-prune", "-o", "-type", "f", "(", *names, ")",
-           "-print0"]  # fmt: skip
+    cmd = [
+        "find",
+        *roots,
+        "(",
+        *prune,
+        ")",
+        "-prune",
+        "-o",
+        "-type",
+        "f",
+        "(",
+        *names,
+        ")",
+        "-print0",
+    ]
     out = subprocess.run(cmd, capture_output=True, check=False).stdout
     found: list[str] = []
     for path in sorted(filter(None, out.decode(errors="replace").split("\0"))):
@@ -453,10 +490,21 @@ instances:
         self.pg_port = free_port()
         data = self.pg_dir / "data"
         self._run(
-            ["runuser", "-u", "postgres", "--", str(PG_BIN / "initdb"), "-D", str(data),
-             "--auth=trust", "-U", "postgres", "--no-sync"],
+            [
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
+                str(PG_BIN / "initdb"),
+                "-D",
+                str(data),
+                "--auth=trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+            ],
             "pg-initdb",
-        )  # fmt: skip
+        )
         opts = (
             f"-p {self.pg_port} -c listen_addresses=127.0.0.1 -k {self.pg_dir} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -464,19 +512,41 @@ instances:
         self._pg_opts = opts
         self._pg_ctl_start()
         self._run(
-            ["runuser", "-u", "postgres", "--", str(PG_BIN / "createdb"), "-h", "127.0.0.1",
-             "-p", str(self.pg_port), "bgd"],
+            [
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
+                str(PG_BIN / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.pg_port),
+                "bgd",
+            ],
             "pg-createdb",
-        )  # fmt: skip
+        )
 
     def _pg_ctl_start(self) -> None:
         assert self.pg_dir is not None
         self._run(
-            ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
-             str(self.pg_dir / "data"), "-l", str(self.pg_dir / "pg.log"), "-o", self._pg_opts,
-             "-w", "start"],
+            [
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
+                str(PG_BIN / "pg_ctl"),
+                "-D",
+                str(self.pg_dir / "data"),
+                "-l",
+                str(self.pg_dir / "pg.log"),
+                "-o",
+                self._pg_opts,
+                "-w",
+                "start",
+            ],
             "pg-start",
-        )  # fmt: skip
+        )
 
     def _postgres_alive(self) -> bool:
         """The postmaster of `postmaster.pid` runs (pg_ctl started it as a daemon)."""
@@ -494,11 +564,22 @@ instances:
         data = self.pg_dir / "data"
         if (data / "postmaster.pid").exists():
             subprocess.run(
-                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
-                 "-m", "immediate", "-w", "stop"],
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
                 capture_output=True,
                 check=False,
-            )  # fmt: skip
+            )
         shutil.rmtree(self.pg_dir, ignore_errors=True)
         self.pg_dir = None
 
@@ -597,10 +678,22 @@ def sweep_stale_state(tmp: str | None = None) -> list[str]:
         pg = owner.get("pg_dir")
         if pg and os.path.isfile(os.path.join(pg, "data", "postmaster.pid")):
             subprocess.run(
-                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
-                 os.path.join(pg, "data"), "-m", "immediate", "-w", "stop"],
-                capture_output=True, check=False,
-            )  # fmt: skip
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    os.path.join(pg, "data"),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
+                capture_output=True,
+                check=False,
+            )
         if pg:
             shutil.rmtree(pg, ignore_errors=True)
         shutil.rmtree(d, ignore_errors=True)

@@ -32,9 +32,7 @@ _DEFINE = f"-D{MACRO}="
 # A line marker at a line's start. The text is searched with a newline in front, so the
 # pattern starts with a literal (a fast scan), and the name is matched as an unrolled
 # loop: a ggml .ii has about 160,000 lines and 16,000 markers, 2,000 of them distinct.
-_LINE_MARKER = re.compile(
-    rb'\n# \d+ "([^"\\\n]*(?:\\.[^"\\\n]*)*)"((?: \d+)*)[ \t\r\f\v]*(?=\n)'
-)
+_LINE_MARKER = re.compile(rb'\n# \d+ "([^"\\\n]*(?:\\.[^"\\\n]*)*)"((?: \d+)*)[ \t\r\f\v]*(?=\n)')
 _ESCAPE = re.compile(rb"\\(.)")
 
 
@@ -62,7 +60,7 @@ def included_files(ii_path: str) -> list[tuple[str, bool]]:
 def arch_lists(argv: Sequence[str]) -> list[str]:
     """The values a preprocessing command gives `__CUDA_ARCH_LIST__` (`-D` attached, as
     nvcc writes its own), in order."""
-    return [a[len(_DEFINE):] for a in argv if a.startswith(_DEFINE)]
+    return [a[len(_DEFINE) :] for a in argv if a.startswith(_DEFINE)]
 
 
 def arch_list(argv: Sequence[str]) -> str | None:
@@ -129,6 +127,6 @@ def portable(name: str) -> str:
         return os.path.normpath(name)
     for base in {os.getcwd(), os.path.realpath(os.getcwd())}:
         if name.startswith(base + os.sep):
-            return os.path.normpath(name[len(base) + 1:])
+            return os.path.normpath(name[len(base) + 1 :])
     head, sep, tail = name.rpartition("/include/")
     return f".../include/{tail}" if sep else os.path.basename(name)

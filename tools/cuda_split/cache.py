@@ -39,15 +39,24 @@ DEFAULT_MAX_SIZE = 5 * 1000**3
 # every insertion once the cache is full.
 EVICT_TO = 0.8
 
-_SUFFIXES = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
-             "KI": 1024, "MI": 1024**2, "GI": 1024**3, "TI": 1024**4}
+_SUFFIXES = {
+    "": 1,
+    "K": 1000,
+    "M": 1000**2,
+    "G": 1000**3,
+    "T": 1000**4,
+    "KI": 1024,
+    "MI": 1024**2,
+    "GI": 1024**3,
+    "TI": 1024**4,
+}
 
 
 def parse_size(text: str) -> int:
     """`5G`, `500M`, `1.5GiB`, `123` (bytes) -> bytes."""
     t = text.strip().upper().removesuffix("B")
     num = t.rstrip("KMGTI")
-    suffix = t[len(num):]
+    suffix = t[len(num) :]
     if suffix not in _SUFFIXES or not num:
         raise ValueError(f"bad size '{text}' (examples: 5G, 500M, 1.5GiB, 1000000)")
     return int(float(num) * _SUFFIXES[suffix])
@@ -125,7 +134,7 @@ def encode_entry(files: Mapping[str, bytes], meta: Mapping[str, object]) -> byte
 def decode_entry(key: str, data: bytes) -> Entry:
     if not data.startswith(MAGIC):
         raise CorruptEntry("bad magic")
-    digest, sep, body = data[len(MAGIC):].partition(b"\n")
+    digest, sep, body = data[len(MAGIC) :].partition(b"\n")
     if not sep or hashlib.sha256(body).hexdigest().encode() != digest:
         raise CorruptEntry("content digest mismatch")
     try:
@@ -316,8 +325,13 @@ def explain_difference(old: Mapping[str, object] | None, new: Mapping[str, objec
     return "changed: " + "; ".join(changed)
 
 
-_NAMES = {"inputs": "input", "env": "environment", "tool": "tool binary",
-          "libdevice": "libdevice", "cwd": "working directory"}
+_NAMES = {
+    "inputs": "input",
+    "env": "environment",
+    "tool": "tool binary",
+    "libdevice": "libdevice",
+    "cwd": "working directory",
+}
 
 
 def _short(value: object) -> str:

@@ -106,53 +106,124 @@ _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
 # nvcc options that take a value (`-o x`, `-o=x`, `--output-file x`): long name -> short.
 VALUE_OPTIONS = {
-    "output-file": "o", "pre-include": "include", "library": "l", "define-macro": "D",
-    "undefine-macro": "U", "include-path": "I", "system-include": "isystem",
-    "library-path": "L", "output-directory": "odir", "compiler-bindir": "ccbin",
-    "archiver-binary": "arbin", "cudart": "cudart", "cudadevrt": "cudadevrt",
-    "libdevice-directory": "ldir", "target-directory": "target-dir",
-    "optimization-info": "opt-info", "optimize": "O", "Ofast-compile": "Ofc", "dopt": "dopt",
+    "output-file": "o",
+    "pre-include": "include",
+    "library": "l",
+    "define-macro": "D",
+    "undefine-macro": "U",
+    "include-path": "I",
+    "system-include": "isystem",
+    "library-path": "L",
+    "output-directory": "odir",
+    "compiler-bindir": "ccbin",
+    "archiver-binary": "arbin",
+    "cudart": "cudart",
+    "cudadevrt": "cudadevrt",
+    "libdevice-directory": "ldir",
+    "target-directory": "target-dir",
+    "optimization-info": "opt-info",
+    "optimize": "O",
+    "Ofast-compile": "Ofc",
+    "dopt": "dopt",
     "ftemplate-backtrace-limit": "ftemplate-backtrace-limit",
-    "ftemplate-depth": "ftemplate-depth", "x": "x", "std": "std", "machine": "m",
-    "compiler-options": "Xcompiler", "linker-options": "Xlinker",
-    "archive-options": "Xarchive", "ptxas-options": "Xptxas", "nvlink-options": "Xnvlink",
+    "ftemplate-depth": "ftemplate-depth",
+    "x": "x",
+    "std": "std",
+    "machine": "m",
+    "compiler-options": "Xcompiler",
+    "linker-options": "Xlinker",
+    "archive-options": "Xarchive",
+    "ptxas-options": "Xptxas",
+    "nvlink-options": "Xnvlink",
     "static-global-template-stub": "static-global-template-stub",
     "device-entity-has-hidden-visibility": "device-entity-has-hidden-visibility",
-    "threads": "t", "split-compile": "split-compile",
+    "threads": "t",
+    "split-compile": "split-compile",
     "split-compile-extended": "split-compile-extended",
-    "fdevice-time-trace": "fdevice-time-trace", "keep-dir": "keep-dir", "time": "time",
-    "run-args": "run-args", "input-drive-prefix": "idp", "dependency-drive-prefix": "ddp",
-    "drive-prefix": "dp", "dependency-target-name": "MT", "dependency-output": "MF",
-    "gpu-architecture": "arch", "gpu-code": "code", "generate-code": "gencode",
-    "relocatable-device-code": "rdc", "entries": "e", "maxrregcount": "maxrregcount",
-    "ftz": "ftz", "prec-div": "prec-div", "prec-sqrt": "prec-sqrt", "fmad": "fmad",
-    "default-stream": "default-stream", "Werror": "Werror", "diag-error": "diag-error",
-    "diag-suppress": "diag-suppress", "diag-warn": "diag-warn", "host-linker-script": "hls",
-    "brief-diagnostics": "brief-diag", "jump-table-density": "jtd",
-    "device-stack-protector": "device-stack-protector", "compress-mode": "compress-mode",
-    "frandom-seed": "frandom-seed", "sanitize": "sanitize", "options-file": "optf",
+    "fdevice-time-trace": "fdevice-time-trace",
+    "keep-dir": "keep-dir",
+    "time": "time",
+    "run-args": "run-args",
+    "input-drive-prefix": "idp",
+    "dependency-drive-prefix": "ddp",
+    "drive-prefix": "dp",
+    "dependency-target-name": "MT",
+    "dependency-output": "MF",
+    "gpu-architecture": "arch",
+    "gpu-code": "code",
+    "generate-code": "gencode",
+    "relocatable-device-code": "rdc",
+    "entries": "e",
+    "maxrregcount": "maxrregcount",
+    "ftz": "ftz",
+    "prec-div": "prec-div",
+    "prec-sqrt": "prec-sqrt",
+    "fmad": "fmad",
+    "default-stream": "default-stream",
+    "Werror": "Werror",
+    "diag-error": "diag-error",
+    "diag-suppress": "diag-suppress",
+    "diag-warn": "diag-warn",
+    "host-linker-script": "hls",
+    "brief-diagnostics": "brief-diag",
+    "jump-table-density": "jtd",
+    "device-stack-protector": "device-stack-protector",
+    "compress-mode": "compress-mode",
+    "frandom-seed": "frandom-seed",
+    "sanitize": "sanitize",
+    "options-file": "optf",
     # Not in --help, but nvcc takes them.
-    "Xcudafe": "Xcudafe", "Xcicc": "Xcicc", "Xfatbin": "Xfatbin",
-}  # fmt: skip
+    "Xcudafe": "Xcudafe",
+    "Xcicc": "Xcicc",
+    "Xfatbin": "Xfatbin",
+}
 
 # nvcc options without a value whose names the driver needs (long name -> short), and
 # the short names that would otherwise read as `-l<lib>`, `-O<level>`... with a value.
 FLAG_OPTIONS = {
-    "compile": "c", "device-c": "dc", "device-w": "dw", "cuda": "cuda", "cubin": "cubin",
-    "fatbin": "fatbin", "ptx": "ptx", "optix-ir": "optix-ir", "ltoir": "ltoir",
-    "preprocess": "E", "generate-dependencies": "M", "generate-nonsystem-dependencies": "MM",
+    "compile": "c",
+    "device-c": "dc",
+    "device-w": "dw",
+    "cuda": "cuda",
+    "cubin": "cubin",
+    "fatbin": "fatbin",
+    "ptx": "ptx",
+    "optix-ir": "optix-ir",
+    "ltoir": "ltoir",
+    "preprocess": "E",
+    "generate-dependencies": "M",
+    "generate-nonsystem-dependencies": "MM",
     "generate-dependencies-with-compile": "MD",
     "generate-nonsystem-dependencies-with-compile": "MMD",
-    "generate-dependency-targets": "MP", "device-link": "dlink", "link": "link",
-    "lib": "lib", "run": "run", "keep": "keep", "save-temps": "save-temps",
-    "dryrun": "dryrun", "verbose": "v", "version": "V", "help": "h",
-    "clean-targets": "clean", "objdir-as-tempdir": "objtemp", "list-gpu-code": "code-ls",
-    "list-gpu-arch": "arch-ls", "fdevice-syntax-only": "fdevice-syntax-only",
-    "use-local-env": "use-local-env", "generate-line-info": "lineinfo", "lto": "lto",
-    "dlink-time-opt": "dlto", "debug": "g", "device-debug": "G", "m64": "m64",
-    "jobserver": "jobserver", "no-device-link": "nodlink",
-    "relocatable-ptx": "reloc-ptx", "shared": "shared", "profile": "pg",
-}  # fmt: skip
+    "generate-dependency-targets": "MP",
+    "device-link": "dlink",
+    "link": "link",
+    "lib": "lib",
+    "run": "run",
+    "keep": "keep",
+    "save-temps": "save-temps",
+    "dryrun": "dryrun",
+    "verbose": "v",
+    "version": "V",
+    "help": "h",
+    "clean-targets": "clean",
+    "objdir-as-tempdir": "objtemp",
+    "list-gpu-code": "code-ls",
+    "list-gpu-arch": "arch-ls",
+    "fdevice-syntax-only": "fdevice-syntax-only",
+    "use-local-env": "use-local-env",
+    "generate-line-info": "lineinfo",
+    "lto": "lto",
+    "dlink-time-opt": "dlto",
+    "debug": "g",
+    "device-debug": "G",
+    "m64": "m64",
+    "jobserver": "jobserver",
+    "no-device-link": "nodlink",
+    "relocatable-ptx": "reloc-ptx",
+    "shared": "shared",
+    "profile": "pg",
+}
 
 _SHORT_VALUE = {v: k for k, v in VALUE_OPTIONS.items()}
 _SHORT_FLAG = {v: k for k, v in FLAG_OPTIONS.items()}
@@ -161,17 +232,40 @@ _ATTACHED = ("D", "U", "I", "L", "l", "O")
 
 # Options for which the driver runs nvcc itself, and why.
 PASSTHROUGH = {
-    "cuda": "-cuda", "cubin": "-cubin", "fatbin": "-fatbin", "ptx": "-ptx",
-    "optix-ir": "-optix-ir", "ltoir": "-ltoir", "E": "-E (preprocess only)",
-    "M": "-M (dependencies only)", "MM": "-MM (dependencies only)", "dlink": "-dlink",
-    "link": "-link", "lib": "-lib", "run": "-run", "dryrun": "--dryrun", "keep": "--keep",
-    "keep-dir": "--keep-dir", "save-temps": "--save-temps", "v": "-v (nvcc shows its steps)",
-    "V": "--version", "h": "--help", "clean": "--clean-targets", "objtemp": "-objtemp",
-    "odir": "-odir", "optf": "--options-file", "time": "-time",
-    "fdevice-time-trace": "-fdevice-time-trace", "code-ls": "--list-gpu-code",
-    "arch-ls": "--list-gpu-arch", "fdevice-syntax-only": "-fdevice-syntax-only",
-    "ddp": "-ddp", "dp": "-dp", "idp": "-idp", "use-local-env": "-use-local-env",
-}  # fmt: skip
+    "cuda": "-cuda",
+    "cubin": "-cubin",
+    "fatbin": "-fatbin",
+    "ptx": "-ptx",
+    "optix-ir": "-optix-ir",
+    "ltoir": "-ltoir",
+    "E": "-E (preprocess only)",
+    "M": "-M (dependencies only)",
+    "MM": "-MM (dependencies only)",
+    "dlink": "-dlink",
+    "link": "-link",
+    "lib": "-lib",
+    "run": "-run",
+    "dryrun": "--dryrun",
+    "keep": "--keep",
+    "keep-dir": "--keep-dir",
+    "save-temps": "--save-temps",
+    "v": "-v (nvcc shows its steps)",
+    "V": "--version",
+    "h": "--help",
+    "clean": "--clean-targets",
+    "objtemp": "-objtemp",
+    "odir": "-odir",
+    "optf": "--options-file",
+    "time": "-time",
+    "fdevice-time-trace": "-fdevice-time-trace",
+    "code-ls": "--list-gpu-code",
+    "arch-ls": "--list-gpu-arch",
+    "fdevice-syntax-only": "-fdevice-syntax-only",
+    "ddp": "-ddp",
+    "dp": "-dp",
+    "idp": "-idp",
+    "use-local-env": "-use-local-env",
+}
 
 CUDA_SUFFIXES = (".cu",)
 
@@ -433,7 +527,7 @@ def build_dag(
     for path, role in plan.roles.items():
         if role in (planlib.SCRATCH, "fatbin", "obj") or not path.startswith(keep):
             continue
-        files[role] = os.path.join(work_dir, path[len(keep):])
+        files[role] = os.path.join(work_dir, path[len(keep) :])
     scratch = os.path.join(work_dir, "scratch")
     os.makedirs(scratch, exist_ok=True)
     nodes: list[Node] = []
@@ -523,9 +617,7 @@ class Runner:
         self.source = os.path.realpath(source)
         self.work_dir = work_dir
         self.plan = plan
-        self.cache = (
-            cachelib.Cache(opts.cache_dir, opts.cache_max_size) if opts.cache_dir else None
-        )
+        self.cache = cachelib.Cache(opts.cache_dir, opts.cache_max_size) if opts.cache_dir else None
         self.bytes_added = 0
         self._lock = threading.Lock()
         env = plan.env_dict()
@@ -547,13 +639,19 @@ class Runner:
         try:
             from cuda_split import remote as remotelib
         except ImportError as e:
-            _say(f"warning: --remote needs grpcio and protobuf (pip install 'cuda-split[remote]'): "
-                 f"{e}; building without the remote")  # fmt: skip
+            _say(
+                f"warning: --remote needs grpcio and protobuf (pip install 'cuda-split[remote]'): "
+                f"{e}; building without the remote"
+            )
             return None
         return remotelib.Remote(
-            self.opts.remote, self.opts.remote_instance, self.opts.remote_properties,
-            self._tool_digest, _say, self.cache.root if self.cache is not None else None,
-        )  # fmt: skip
+            self.opts.remote,
+            self.opts.remote_instance,
+            self.opts.remote_properties,
+            self._tool_digest,
+            _say,
+            self.cache.root if self.cache is not None else None,
+        )
 
     def _tool_digest(self, path: str) -> str:
         if self.cache is not None:
@@ -628,9 +726,14 @@ class Runner:
         elif cwd:
             why = "its output names the working directory (-G/-lineinfo)"
         found = StepSpec(
-            arguments=[tool or os.path.basename(argv[0]), *rest], env=env, inputs=inputs,
-            tools=tools, outputs=outputs, cwd=cwd, no_remote_exec=why,
-        )  # fmt: skip
+            arguments=[tool or os.path.basename(argv[0]), *rest],
+            env=env,
+            inputs=inputs,
+            tools=tools,
+            outputs=outputs,
+            cwd=cwd,
+            no_remote_exec=why,
+        )
         self._specs[node.index] = found
         return found
 
@@ -708,8 +811,9 @@ class Runner:
         """The digest of the cc1plus that the host compiler driver runs."""
         if driver not in self._compilers:
             digest = ""
-            proc = subprocess.run([driver, "-print-prog-name=cc1plus"], capture_output=True,
-                                  text=True, check=False)  # fmt: skip
+            proc = subprocess.run(
+                [driver, "-print-prog-name=cc1plus"], capture_output=True, text=True, check=False
+            )
             path = proc.stdout.strip()
             if proc.returncode == 0 and os.path.isabs(path) and os.path.isfile(path):
                 assert self.cache is not None
@@ -936,9 +1040,15 @@ class Runner:
         """Run the nodes in dependency order (see run_dag); the first failure's rc."""
         try:
             cap = self.opts.jobs if self.opts.jobs_given else None
-            failed = run_dag(nodes, self.run_node, self.opts.jobs, jobserver, cap,
-                             _say if self.opts.verbose else None,
-                             load_limit(self.opts, jobserver))  # fmt: skip
+            failed = run_dag(
+                nodes,
+                self.run_node,
+                self.opts.jobs,
+                jobserver,
+                cap,
+                _say if self.opts.verbose else None,
+                load_limit(self.opts, jobserver),
+            )
         finally:
             if self.cache is not None:
                 self.cache.added(self.bytes_added)
@@ -963,11 +1073,15 @@ def load_limit(opts: Options, jobserver: jobserverlib.Jobserver | None) -> float
 
 
 def run_dag(
-    nodes: Sequence[Node], run: Callable[[Node], Node], jobs: int,
-    jobserver: jobserverlib.Jobserver | None = None, cap: int | None = None,
-    warn: Callable[[str], None] | None = None, load_limit: float | None = None,
+    nodes: Sequence[Node],
+    run: Callable[[Node], Node],
+    jobs: int,
+    jobserver: jobserverlib.Jobserver | None = None,
+    cap: int | None = None,
+    warn: Callable[[str], None] | None = None,
+    load_limit: float | None = None,
     load: Callable[[], float | None] = sysload.runnable,
-) -> list[Node]:  # fmt: skip
+) -> list[Node]:
     """Run each node once its deps are done; after a failure start no more. The failed
     nodes (a node fails when `run` leaves its rc non-zero).
 
@@ -1012,8 +1126,7 @@ def run_dag(
                 wants_token = False
                 if server is not None and server.broken:
                     if warn is not None:
-                        warn(f"jobserver {server.auth}: {server.broken}; going on with "
-                             f"-j {jobs}")  # fmt: skip
+                        warn(f"jobserver {server.auth}: {server.broken}; going on with -j {jobs}")
                     server, limit = None, max(1, jobs)
                 load_held = False
                 if not failed:
@@ -1059,9 +1172,10 @@ def run_dag(
                     finished, _ = concurrent.futures.wait(running, timeout=0)
                 else:
                     finished, _ = concurrent.futures.wait(
-                        running, timeout=LOAD_POLL_S if load_held else None,
+                        running,
+                        timeout=LOAD_POLL_S if load_held else None,
                         return_when=concurrent.futures.FIRST_COMPLETED,
-                    )  # fmt: skip
+                    )
                 for fut in finished:
                     node, implicit = running.pop(fut)
                     implicit_free = implicit_free or implicit
@@ -1082,13 +1196,27 @@ def run_dag(
 
 
 # Environment variables of the host compiler that change what it preprocesses.
-_COMPILER_ENV = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX",
-                 "COMPILER_PATH")
+_COMPILER_ENV = (
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "GCC_EXEC_PREFIX",
+    "COMPILER_PATH",
+)
 # Host compiler options whose value is a path, and those whose value is not.
 # (`-include x.h` looks in the working directory first, then on the include path: the
 # manifest notes the working directory when a header was found through it.)
-_PATH_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-isysroot", "--sysroot",
-                 "-iprefix", "-o", "-MF")
+_PATH_OPTIONS = (
+    "-I",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-isysroot",
+    "--sysroot",
+    "-iprefix",
+    "-o",
+    "-MF",
+)
 _VALUE_OPTIONS = ("-x", "-D", "-U", "-MT", "-MQ", "-Xpreprocessor", "-include", "-imacros")
 # The pseudo-file of a manifest's header set that holds in one working directory only.
 _CWD_DEP = "<cwd>"
@@ -1118,7 +1246,7 @@ def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
         elif tok.startswith("-"):
             for opt in _PATH_OPTIONS:
                 if tok.startswith(opt) and len(tok) > len(opt) and opt != "-o":
-                    if not os.path.isabs(tok[len(opt):].lstrip("=")):
+                    if not os.path.isabs(tok[len(opt) :].lstrip("=")):
                         return True
                     break
         elif not os.path.isabs(tok):
@@ -1241,8 +1369,13 @@ def write_table(path: str, rows: Sequence[Mapping[str, str]], append: bool) -> N
 def graph_text(source: str, nodes: Sequence[Node]) -> str:
     """The DAG in Graphviz dot: one node per step (kind, arch, seconds, cache)."""
     lines = [f"digraph {_dot_quote(os.path.basename(source))} {{", "  rankdir=LR;"]
-    colors = {"hit": "palegreen", "remote-hit": "palegreen", "remote-exec": "lightblue",
-              "miss": "lightsalmon", "off": "lightgrey"}  # fmt: skip
+    colors = {
+        "hit": "palegreen",
+        "remote-hit": "palegreen",
+        "remote-exec": "lightblue",
+        "miss": "lightsalmon",
+        "off": "lightgrey",
+    }
     for n in nodes:
         label = f"{n.label}\\n{n.seconds:.2f} s\\n{n.cache}"
         color = colors.get(n.cache, "white")
@@ -1276,52 +1409,107 @@ def _driver_parser() -> argparse.ArgumentParser:
         usage=f"{PROG} [options] -- <nvcc args>  |  {PROG} [options] NVCC <nvcc args>",
         description="Run nvcc's own plan as a parallel DAG of per-arch steps, with a cache.",
     )
-    p.add_argument("--nvcc", default="", help="the real nvcc (default: $CUDA_SPLIT_NVCC, "
-                   "else nvcc on PATH); the launcher form names it as the first argument")
-    p.add_argument("-j", "--jobs", type=int, default=None,
-                   help="steps run at once (default: the number of cores); under make's "
-                   "jobserver (MAKEFLAGS), the jobserver's tokens decide, and -j, if "
-                   "given, is an upper bound")
-    p.add_argument("--load-average", type=float, default=None, metavar="N",
-                   help="start a step beside the compilation's running ones only while "
-                   "fewer than N tasks are runnable on the machine (as make -l N, but "
-                   "from the current count, not a one-minute average), so that a build "
-                   "of many compilations at once does not oversubscribe the cores "
-                   "(default: the cores; none under make's jobserver; 0: no limit)")
-    p.add_argument("--cache-dir", default="", help="the local cache (default: "
-                   "$CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)")
+    p.add_argument(
+        "--nvcc",
+        default="",
+        help="the real nvcc (default: $CUDA_SPLIT_NVCC, "
+        "else nvcc on PATH); the launcher form names it as the first argument",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="steps run at once (default: the number of cores); under make's "
+        "jobserver (MAKEFLAGS), the jobserver's tokens decide, and -j, if "
+        "given, is an upper bound",
+    )
+    p.add_argument(
+        "--load-average",
+        type=float,
+        default=None,
+        metavar="N",
+        help="start a step beside the compilation's running ones only while "
+        "fewer than N tasks are runnable on the machine (as make -l N, but "
+        "from the current count, not a one-minute average), so that a build "
+        "of many compilations at once does not oversubscribe the cores "
+        "(default: the cores; none under make's jobserver; 0: no limit)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default="",
+        help="the local cache (default: $CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)",
+    )
     p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
     p.add_argument("--no-cache", action="store_true", help="run every step")
-    p.add_argument("--remote", default="", metavar="grpc://HOST:PORT",
-                   help="a REAPI server: its action cache is used after the local cache, "
-                   "and results of steps run here are uploaded to it")
-    p.add_argument("--remote-instance", default="", metavar="NAME",
-                   help="the REAPI instance name (default: \"\")")
-    p.add_argument("--remote-exec", action="store_true",
-                   help="run cicc and ptxas steps that miss both caches on the server's "
-                   "workers (their tool and SDK files are uploaded)")
-    p.add_argument("--remote-upload", action=argparse.BooleanOptionalAction, default=True,
-                   help="upload the results of steps run locally (default: yes)")
-    p.add_argument("--remote-exec-property", action="append", default=[],
-                   metavar="KEY=VALUE", help="a platform property of the remote actions "
-                   "(part of their key), e.g. OSFamily=linux; repeatable")
+    p.add_argument(
+        "--remote",
+        default="",
+        metavar="grpc://HOST:PORT",
+        help="a REAPI server: its action cache is used after the local cache, "
+        "and results of steps run here are uploaded to it",
+    )
+    p.add_argument(
+        "--remote-instance",
+        default="",
+        metavar="NAME",
+        help='the REAPI instance name (default: "")',
+    )
+    p.add_argument(
+        "--remote-exec",
+        action="store_true",
+        help="run cicc and ptxas steps that miss both caches on the server's "
+        "workers (their tool and SDK files are uploaded)",
+    )
+    p.add_argument(
+        "--remote-upload",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="upload the results of steps run locally (default: yes)",
+    )
+    p.add_argument(
+        "--remote-exec-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a platform property of the remote actions "
+        "(part of their key), e.g. OSFamily=linux; repeatable",
+    )
     p.add_argument("--graph", default="", metavar="FILE.dot", help="write the step DAG")
-    p.add_argument("--table", default="", metavar="FILE.csv",
-                   help="write a row per step: kind, arch, seconds, cache hit")
-    p.add_argument("--table-append", action="store_true",
-                   help="append to --table (one table for a whole build)")
-    p.add_argument("--explain", action="store_true",
-                   help="say why each cached step hit or missed")
-    p.add_argument("--verbose", action="store_true",
-                   help="say what is split, what is passed to nvcc and why, each command")
+    p.add_argument(
+        "--table",
+        default="",
+        metavar="FILE.csv",
+        help="write a row per step: kind, arch, seconds, cache hit",
+    )
+    p.add_argument(
+        "--table-append",
+        action="store_true",
+        help="append to --table (one table for a whole build)",
+    )
+    p.add_argument("--explain", action="store_true", help="say why each cached step hit or missed")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="say what is split, what is passed to nvcc and why, each command",
+    )
     return p
 
 
 # Driver options that take a value (to find where the driver's arguments end).
 _DRIVER_VALUE_OPTIONS = {
-    "--nvcc", "-j", "--jobs", "--load-average", "--cache-dir", "--cache-max-size", "--remote",
-    "--remote-instance", "--remote-exec-property", "--graph", "--table",
-}  # fmt: skip
+    "--nvcc",
+    "-j",
+    "--jobs",
+    "--load-average",
+    "--cache-dir",
+    "--cache-max-size",
+    "--remote",
+    "--remote-instance",
+    "--remote-exec-property",
+    "--graph",
+    "--table",
+}
 
 
 def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
@@ -1355,8 +1543,9 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
     if ns.remote_exec and not ns.remote:
         p.error("--remote-exec needs --remote")
     if ns.load_average is not None and not ns.load_average >= 0:
-        p.error(f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 "
-                "(0: no limit)")
+        p.error(
+            f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 (0: no limit)"
+        )
     properties = []
     for prop in ns.remote_exec_property:
         name, sep, value = prop.partition("=")
@@ -1396,9 +1585,13 @@ def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
     rc = subprocess.run(argv, check=False).returncode
     row = {
         "source": " ".join(a for a in args if a.endswith(CUDA_SUFFIXES)),
-        "step": "0", "kind": "nvcc", "arch": "", "seconds": f"{time.monotonic() - start:.3f}",
-        "cache": "passthrough", "key": "",
-    }  # fmt: skip
+        "step": "0",
+        "kind": "nvcc",
+        "arch": "",
+        "seconds": f"{time.monotonic() - start:.3f}",
+        "cache": "passthrough",
+        "key": "",
+    }
     if opts.table:
         write_table(opts.table, [row], opts.table_append)
     if opts.graph:
@@ -1471,9 +1664,7 @@ def _jobserver_warning(opts: Options) -> Callable[[str], None] | None:
     return lambda why: _say(f"warning: {why}; running steps with -j {opts.jobs}")
 
 
-def _compile_split(
-    opts: Options, inv: Invocation, jobserver: jobserverlib.Jobserver | None
-) -> int:
+def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobserver | None) -> int:
     plan, messages = dryrun(opts, inv.args)
     host = plan.find(planlib.HOST_COMPILE)
     out = planlib.flag_value(host.argv, "-o")
@@ -1501,8 +1692,10 @@ def _compile_split(
             print(line, file=sys.stderr)
         if opts.verbose and jobserver is not None:
             bound = f", at most {opts.jobs} (-j)" if opts.jobs_given else ""
-            _say(f"splitting {src} into {len(nodes)} steps on make's jobserver "
-                 f"({jobserver.auth}: one step, plus one per token{bound})")  # fmt: skip
+            _say(
+                f"splitting {src} into {len(nodes)} steps on make's jobserver "
+                f"({jobserver.auth}: one step, plus one per token{bound})"
+            )
         elif opts.verbose:
             limit = load_limit(opts, jobserver)
             held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
@@ -1515,8 +1708,10 @@ def _compile_split(
             ii = [p for n in pre for p in n.outputs.values()]
             text = dependency_text(
                 inv.dep_target if inv.dep_target is not None else out or "",
-                ii, system=inv.dep_system, phony=inv.dep_phony,
-            )  # fmt: skip
+                ii,
+                system=inv.dep_system,
+                phony=inv.dep_phony,
+            )
             with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
     finally:

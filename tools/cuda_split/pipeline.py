@@ -146,8 +146,7 @@ def _group(virtual: str, codes: list[str], spec: str) -> ArchGroup:
             reals.append(code)
         else:
             raise ArchSpecError(
-                f"bad code '{code}' for '{virtual}' in '{spec}'; accepted forms: "
-                f"{ACCEPTED_FORMS}"
+                f"bad code '{code}' for '{virtual}' in '{spec}'; accepted forms: {ACCEPTED_FORMS}"
             )
     if lto and (reals or embed):
         raise ArchSpecError(
@@ -214,8 +213,7 @@ def source_steps(groups: Sequence[ArchGroup], per_arch_list: bool = False) -> li
     stubs = [f"stub:{g.virtual}" for g in groups]
     steps = [
         StepSpec(planlib.HOST_PREPROCESS, "", [], ["cpp4.ii"], [], all_flags),
-        StepSpec(planlib.CUDAFE, "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs,
-                 all_flags),
+        StepSpec(planlib.CUDAFE, "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs, all_flags),
     ]
     images: list[str] = []
     for g in groups:
@@ -224,31 +222,73 @@ def source_steps(groups: Sequence[ArchGroup], per_arch_list: bool = False) -> li
             own = [g.gencode()] if g.lto else [f"-gencode=arch={v},code={v}"]
             steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [], [f"cpp1.ii:{v}"], [], own))
         else:
-            steps.append(StepSpec(planlib.DEVICE_PREPROCESS, v, [],
-                                  [f"cpp1.ii:{v}", f"arch_list:{v}"], [], all_flags))
+            steps.append(
+                StepSpec(
+                    planlib.DEVICE_PREPROCESS,
+                    v,
+                    [],
+                    [f"cpp1.ii:{v}", f"arch_list:{v}"],
+                    [],
+                    all_flags,
+                )
+            )
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
-            steps.append(StepSpec(planlib.CICC, v, [f"cpp1.ii:{v}", "module_id"],
-                                  [f"ltoir:{v}", f"stub:{v}"], ["fatbin.c"], [g.gencode()]))
+            steps.append(
+                StepSpec(
+                    planlib.CICC,
+                    v,
+                    [f"cpp1.ii:{v}", "module_id"],
+                    [f"ltoir:{v}", f"stub:{v}"],
+                    ["fatbin.c"],
+                    [g.gencode()],
+                )
+            )
             images.append(f"ltoir:{v}")
             continue
-        steps.append(StepSpec(planlib.CICC, v, [f"cpp1.ii:{v}", "module_id"],
-                              [f"ptx:{v}", f"stub:{v}"], ["fatbin.c"],
-                              [f"-gencode=arch={v},code={v}"]))
+        steps.append(
+            StepSpec(
+                planlib.CICC,
+                v,
+                [f"cpp1.ii:{v}", "module_id"],
+                [f"ptx:{v}", f"stub:{v}"],
+                ["fatbin.c"],
+                [f"-gencode=arch={v},code={v}"],
+            )
+        )
         for r in g.reals:
-            steps.append(StepSpec(planlib.PTXAS, r, [f"ptx:{v}"], [f"cubin:{r}"], [],
-                                  [f"-gencode=arch={v},code={r}"]))
+            steps.append(
+                StepSpec(
+                    planlib.PTXAS,
+                    r,
+                    [f"ptx:{v}"],
+                    [f"cubin:{r}"],
+                    [],
+                    [f"-gencode=arch={v},code={r}"],
+                )
+            )
             images.append(f"cubin:{r}")
         if g.embed_ptx:
             images.append(f"ptx:{v}")
         if not g.reals:
             # nvcc checks PTX-only code with a ptxas run that writes nothing.
-            steps.append(StepSpec(planlib.PTXAS, v, [f"ptx:{v}"], [f"ptxcheck:{v}"], [],
-                                  [f"-gencode=arch={v},code={v}"]))
+            steps.append(
+                StepSpec(
+                    planlib.PTXAS,
+                    v,
+                    [f"ptx:{v}"],
+                    [f"ptxcheck:{v}"],
+                    [],
+                    [f"-gencode=arch={v},code={v}"],
+                )
+            )
             images.append(f"ptxcheck:{v}")
     steps.append(StepSpec(planlib.FATBINARY, "", images, ["fatbin.c"], [], all_flags))
-    steps.append(StepSpec(planlib.HOST_COMPILE, "", ["cudafe1.cpp", "fatbin.c", *stubs],
-                          ["obj"], [], all_flags))
+    steps.append(
+        StepSpec(
+            planlib.HOST_COMPILE, "", ["cudafe1.cpp", "fatbin.c", *stubs], ["obj"], [], all_flags
+        )
+    )
     return steps
 
 

@@ -50,42 +50,58 @@ _SCHEMA: dict[str, tuple[str, list[str], list[tuple[str, list[tuple], list[tuple
         "google.rpc",
         ["google/protobuf/any.proto"],
         [
-            ("Status", [
-                ("code", 1, "int32", False, None),
-                ("message", 2, "string", False, None),
-                ("details", 3, "google.protobuf.Any", True, None),
-            ], []),
+            (
+                "Status",
+                [
+                    ("code", 1, "int32", False, None),
+                    ("message", 2, "string", False, None),
+                    ("details", 3, "google.protobuf.Any", True, None),
+                ],
+                [],
+            ),
         ],
     ),
     "google/longrunning/operations.proto": (
         "google.longrunning",
         ["google/protobuf/any.proto", "google/rpc/status.proto"],
         [
-            ("Operation", [
-                ("name", 1, "string", False, None),
-                ("metadata", 2, "google.protobuf.Any", False, None),
-                ("done", 3, "bool", False, None),
-                ("error", 4, "google.rpc.Status", False, 0),  # oneof result
-                ("response", 5, "google.protobuf.Any", False, 0),
-            ], []),
+            (
+                "Operation",
+                [
+                    ("name", 1, "string", False, None),
+                    ("metadata", 2, "google.protobuf.Any", False, None),
+                    ("done", 3, "bool", False, None),
+                    ("error", 4, "google.rpc.Status", False, 0),  # oneof result
+                    ("response", 5, "google.protobuf.Any", False, 0),
+                ],
+                [],
+            ),
         ],
     ),
     "google/bytestream/bytestream.proto": (
         "google.bytestream",
         [],
         [
-            ("ReadRequest", [
-                ("resource_name", 1, "string", False, None),
-                ("read_offset", 2, "int64", False, None),
-                ("read_limit", 3, "int64", False, None),
-            ], []),
+            (
+                "ReadRequest",
+                [
+                    ("resource_name", 1, "string", False, None),
+                    ("read_offset", 2, "int64", False, None),
+                    ("read_limit", 3, "int64", False, None),
+                ],
+                [],
+            ),
             ("ReadResponse", [("data", 10, "bytes", False, None)], []),
-            ("WriteRequest", [
-                ("resource_name", 1, "string", False, None),
-                ("write_offset", 2, "int64", False, None),
-                ("finish_write", 3, "bool", False, None),
-                ("data", 10, "bytes", False, None),
-            ], []),
+            (
+                "WriteRequest",
+                [
+                    ("resource_name", 1, "string", False, None),
+                    ("write_offset", 2, "int64", False, None),
+                    ("finish_write", 3, "bool", False, None),
+                    ("data", 10, "bytes", False, None),
+                ],
+                [],
+            ),
             ("WriteResponse", [("committed_size", 1, "int64", False, None)], []),
         ],
     ),
@@ -93,134 +109,234 @@ _SCHEMA: dict[str, tuple[str, list[str], list[tuple[str, list[tuple], list[tuple
         _RE,
         ["google/rpc/status.proto", "google/protobuf/timestamp.proto"],
         [
-            ("Digest", [
-                ("hash", 1, "string", False, None),
-                ("size_bytes", 2, "int64", False, None),
-            ], []),
-            ("Platform", [("properties", 1, f"{_RE}.Platform.Property", True, None)], [
-                ("Property", [
+            (
+                "Digest",
+                [
+                    ("hash", 1, "string", False, None),
+                    ("size_bytes", 2, "int64", False, None),
+                ],
+                [],
+            ),
+            (
+                "Platform",
+                [("properties", 1, f"{_RE}.Platform.Property", True, None)],
+                [
+                    (
+                        "Property",
+                        [
+                            ("name", 1, "string", False, None),
+                            ("value", 2, "string", False, None),
+                        ],
+                        [],
+                    ),
+                ],
+            ),
+            (
+                "Action",
+                [
+                    ("command_digest", 1, f"{_RE}.Digest", False, None),
+                    ("input_root_digest", 2, f"{_RE}.Digest", False, None),
+                    ("do_not_cache", 7, "bool", False, None),
+                    ("salt", 9, "bytes", False, None),
+                    ("platform", 10, f"{_RE}.Platform", False, None),
+                ],
+                [],
+            ),
+            (
+                "Command",
+                [
+                    ("arguments", 1, "string", True, None),
+                    ("environment_variables", 2, f"{_RE}.Command.EnvironmentVariable", True, None),
+                    ("output_files", 3, "string", True, None),
+                    ("output_directories", 4, "string", True, None),
+                    ("platform", 5, f"{_RE}.Platform", False, None),
+                    ("working_directory", 6, "string", False, None),
+                    ("output_paths", 7, "string", True, None),
+                ],
+                [
+                    (
+                        "EnvironmentVariable",
+                        [
+                            ("name", 1, "string", False, None),
+                            ("value", 2, "string", False, None),
+                        ],
+                        [],
+                    ),
+                ],
+            ),
+            (
+                "FileNode",
+                [
                     ("name", 1, "string", False, None),
-                    ("value", 2, "string", False, None),
-                ], []),
-            ]),
-            ("Action", [
-                ("command_digest", 1, f"{_RE}.Digest", False, None),
-                ("input_root_digest", 2, f"{_RE}.Digest", False, None),
-                ("do_not_cache", 7, "bool", False, None),
-                ("salt", 9, "bytes", False, None),
-                ("platform", 10, f"{_RE}.Platform", False, None),
-            ], []),
-            ("Command", [
-                ("arguments", 1, "string", True, None),
-                ("environment_variables", 2, f"{_RE}.Command.EnvironmentVariable", True, None),
-                ("output_files", 3, "string", True, None),
-                ("output_directories", 4, "string", True, None),
-                ("platform", 5, f"{_RE}.Platform", False, None),
-                ("working_directory", 6, "string", False, None),
-                ("output_paths", 7, "string", True, None),
-            ], [
-                ("EnvironmentVariable", [
+                    ("digest", 2, f"{_RE}.Digest", False, None),
+                    ("is_executable", 4, "bool", False, None),
+                ],
+                [],
+            ),
+            (
+                "DirectoryNode",
+                [
                     ("name", 1, "string", False, None),
-                    ("value", 2, "string", False, None),
-                ], []),
-            ]),
-            ("FileNode", [
-                ("name", 1, "string", False, None),
-                ("digest", 2, f"{_RE}.Digest", False, None),
-                ("is_executable", 4, "bool", False, None),
-            ], []),
-            ("DirectoryNode", [
-                ("name", 1, "string", False, None),
-                ("digest", 2, f"{_RE}.Digest", False, None),
-            ], []),
-            ("Directory", [
-                ("files", 1, f"{_RE}.FileNode", True, None),
-                ("directories", 2, f"{_RE}.DirectoryNode", True, None),
-            ], []),
-            ("OutputFile", [
-                ("path", 1, "string", False, None),
-                ("digest", 2, f"{_RE}.Digest", False, None),
-                ("is_executable", 4, "bool", False, None),
-                ("contents", 5, "bytes", False, None),
-            ], []),
-            ("ExecutedActionMetadata", [
-                ("worker", 1, "string", False, None),
-                ("execution_start_timestamp", 7, "google.protobuf.Timestamp", False, None),
-                ("execution_completed_timestamp", 8, "google.protobuf.Timestamp", False, None),
-            ], []),
-            ("ActionResult", [
-                ("output_files", 2, f"{_RE}.OutputFile", True, None),
-                ("exit_code", 4, "int32", False, None),
-                ("stdout_raw", 5, "bytes", False, None),
-                ("stdout_digest", 6, f"{_RE}.Digest", False, None),
-                ("stderr_raw", 7, "bytes", False, None),
-                ("stderr_digest", 8, f"{_RE}.Digest", False, None),
-                ("execution_metadata", 9, f"{_RE}.ExecutedActionMetadata", False, None),
-            ], []),
-            ("GetActionResultRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("action_digest", 2, f"{_RE}.Digest", False, None),
-                ("inline_stdout", 3, "bool", False, None),
-                ("inline_stderr", 4, "bool", False, None),
-                ("inline_output_files", 5, "string", True, None),
-            ], []),
-            ("UpdateActionResultRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("action_digest", 2, f"{_RE}.Digest", False, None),
-                ("action_result", 3, f"{_RE}.ActionResult", False, None),
-            ], []),
-            ("FindMissingBlobsRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("blob_digests", 2, f"{_RE}.Digest", True, None),
-            ], []),
-            ("FindMissingBlobsResponse", [
-                ("missing_blob_digests", 2, f"{_RE}.Digest", True, None),
-            ], []),
-            ("BatchUpdateBlobsRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("requests", 2, f"{_RE}.BatchUpdateBlobsRequest.Request", True, None),
-            ], [
-                ("Request", [
-                    ("digest", 1, f"{_RE}.Digest", False, None),
-                    ("data", 2, "bytes", False, None),
-                ], []),
-            ]),
-            ("BatchUpdateBlobsResponse", [
-                ("responses", 1, f"{_RE}.BatchUpdateBlobsResponse.Response", True, None),
-            ], [
-                ("Response", [
-                    ("digest", 1, f"{_RE}.Digest", False, None),
-                    ("status", 2, "google.rpc.Status", False, None),
-                ], []),
-            ]),
-            ("BatchReadBlobsRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("digests", 2, f"{_RE}.Digest", True, None),
-            ], []),
-            ("BatchReadBlobsResponse", [
-                ("responses", 1, f"{_RE}.BatchReadBlobsResponse.Response", True, None),
-            ], [
-                ("Response", [
-                    ("digest", 1, f"{_RE}.Digest", False, None),
-                    ("data", 2, "bytes", False, None),
+                    ("digest", 2, f"{_RE}.Digest", False, None),
+                ],
+                [],
+            ),
+            (
+                "Directory",
+                [
+                    ("files", 1, f"{_RE}.FileNode", True, None),
+                    ("directories", 2, f"{_RE}.DirectoryNode", True, None),
+                ],
+                [],
+            ),
+            (
+                "OutputFile",
+                [
+                    ("path", 1, "string", False, None),
+                    ("digest", 2, f"{_RE}.Digest", False, None),
+                    ("is_executable", 4, "bool", False, None),
+                    ("contents", 5, "bytes", False, None),
+                ],
+                [],
+            ),
+            (
+                "ExecutedActionMetadata",
+                [
+                    ("worker", 1, "string", False, None),
+                    ("execution_start_timestamp", 7, "google.protobuf.Timestamp", False, None),
+                    ("execution_completed_timestamp", 8, "google.protobuf.Timestamp", False, None),
+                ],
+                [],
+            ),
+            (
+                "ActionResult",
+                [
+                    ("output_files", 2, f"{_RE}.OutputFile", True, None),
+                    ("exit_code", 4, "int32", False, None),
+                    ("stdout_raw", 5, "bytes", False, None),
+                    ("stdout_digest", 6, f"{_RE}.Digest", False, None),
+                    ("stderr_raw", 7, "bytes", False, None),
+                    ("stderr_digest", 8, f"{_RE}.Digest", False, None),
+                    ("execution_metadata", 9, f"{_RE}.ExecutedActionMetadata", False, None),
+                ],
+                [],
+            ),
+            (
+                "GetActionResultRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("action_digest", 2, f"{_RE}.Digest", False, None),
+                    ("inline_stdout", 3, "bool", False, None),
+                    ("inline_stderr", 4, "bool", False, None),
+                    ("inline_output_files", 5, "string", True, None),
+                ],
+                [],
+            ),
+            (
+                "UpdateActionResultRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("action_digest", 2, f"{_RE}.Digest", False, None),
+                    ("action_result", 3, f"{_RE}.ActionResult", False, None),
+                ],
+                [],
+            ),
+            (
+                "FindMissingBlobsRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("blob_digests", 2, f"{_RE}.Digest", True, None),
+                ],
+                [],
+            ),
+            (
+                "FindMissingBlobsResponse",
+                [
+                    ("missing_blob_digests", 2, f"{_RE}.Digest", True, None),
+                ],
+                [],
+            ),
+            (
+                "BatchUpdateBlobsRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("requests", 2, f"{_RE}.BatchUpdateBlobsRequest.Request", True, None),
+                ],
+                [
+                    (
+                        "Request",
+                        [
+                            ("digest", 1, f"{_RE}.Digest", False, None),
+                            ("data", 2, "bytes", False, None),
+                        ],
+                        [],
+                    ),
+                ],
+            ),
+            (
+                "BatchUpdateBlobsResponse",
+                [
+                    ("responses", 1, f"{_RE}.BatchUpdateBlobsResponse.Response", True, None),
+                ],
+                [
+                    (
+                        "Response",
+                        [
+                            ("digest", 1, f"{_RE}.Digest", False, None),
+                            ("status", 2, "google.rpc.Status", False, None),
+                        ],
+                        [],
+                    ),
+                ],
+            ),
+            (
+                "BatchReadBlobsRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("digests", 2, f"{_RE}.Digest", True, None),
+                ],
+                [],
+            ),
+            (
+                "BatchReadBlobsResponse",
+                [
+                    ("responses", 1, f"{_RE}.BatchReadBlobsResponse.Response", True, None),
+                ],
+                [
+                    (
+                        "Response",
+                        [
+                            ("digest", 1, f"{_RE}.Digest", False, None),
+                            ("data", 2, "bytes", False, None),
+                            ("status", 3, "google.rpc.Status", False, None),
+                        ],
+                        [],
+                    ),
+                ],
+            ),
+            (
+                "ExecuteRequest",
+                [
+                    ("instance_name", 1, "string", False, None),
+                    ("skip_cache_lookup", 3, "bool", False, None),
+                    ("action_digest", 6, f"{_RE}.Digest", False, None),
+                ],
+                [],
+            ),
+            (
+                "ExecuteResponse",
+                [
+                    ("result", 1, f"{_RE}.ActionResult", False, None),
+                    ("cached_result", 2, "bool", False, None),
                     ("status", 3, "google.rpc.Status", False, None),
-                ], []),
-            ]),
-            ("ExecuteRequest", [
-                ("instance_name", 1, "string", False, None),
-                ("skip_cache_lookup", 3, "bool", False, None),
-                ("action_digest", 6, f"{_RE}.Digest", False, None),
-            ], []),
-            ("ExecuteResponse", [
-                ("result", 1, f"{_RE}.ActionResult", False, None),
-                ("cached_result", 2, "bool", False, None),
-                ("status", 3, "google.rpc.Status", False, None),
-                ("message", 5, "string", False, None),
-            ], []),
+                    ("message", 5, "string", False, None),
+                ],
+                [],
+            ),
             ("WaitExecutionRequest", [("name", 1, "string", False, None)], []),
         ],
     ),
-}  # fmt: skip
+}
 
 # The oneof of google.longrunning.Operation (index 0 above).
 _ONEOFS = {"google.longrunning.Operation": ["result"]}
@@ -448,9 +564,10 @@ class Client:
 
         def unary(service: str, method: str, response: Any) -> Any:
             return ch.unary_unary(
-                f"/{service}/{method}", request_serializer=_ser,
+                f"/{service}/{method}",
+                request_serializer=_ser,
                 response_deserializer=response.FromString,
-            )  # fmt: skip
+            )
 
         ac, cas = f"{_RE}.ActionCache", f"{_RE}.ContentAddressableStorage"
         self._get_action_result = unary(ac, "GetActionResult", ActionResult)
@@ -459,21 +576,25 @@ class Client:
         self._batch_update = unary(cas, "BatchUpdateBlobs", BatchUpdateBlobsResponse)
         self._batch_read = unary(cas, "BatchReadBlobs", BatchReadBlobsResponse)
         self._execute = ch.unary_stream(
-            f"/{_RE}.Execution/Execute", request_serializer=_ser,
+            f"/{_RE}.Execution/Execute",
+            request_serializer=_ser,
             response_deserializer=Operation.FromString,
-        )  # fmt: skip
+        )
         self._wait_execution = ch.unary_stream(
-            f"/{_RE}.Execution/WaitExecution", request_serializer=_ser,
+            f"/{_RE}.Execution/WaitExecution",
+            request_serializer=_ser,
             response_deserializer=Operation.FromString,
-        )  # fmt: skip
+        )
         self._read = ch.unary_stream(
-            "/google.bytestream.ByteStream/Read", request_serializer=_ser,
+            "/google.bytestream.ByteStream/Read",
+            request_serializer=_ser,
             response_deserializer=ReadResponse.FromString,
-        )  # fmt: skip
+        )
         self._write = ch.stream_unary(
-            "/google.bytestream.ByteStream/Write", request_serializer=_ser,
+            "/google.bytestream.ByteStream/Write",
+            request_serializer=_ser,
             response_deserializer=WriteResponse.FromString,
-        )  # fmt: skip
+        )
 
     def close(self) -> None:
         self.channel.close()
@@ -483,9 +604,11 @@ class Client:
     def get_action_result(self, action_digest: Any) -> Any | None:
         """The cached ActionResult of an action, or None (NOT_FOUND)."""
         req = GetActionResultRequest(
-            instance_name=self.instance, action_digest=action_digest,
-            inline_stdout=True, inline_stderr=True,
-        )  # fmt: skip
+            instance_name=self.instance,
+            action_digest=action_digest,
+            inline_stdout=True,
+            inline_stderr=True,
+        )
         try:
             return self._get_action_result(req, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as e:
@@ -547,9 +670,11 @@ class Client:
             for chunk in _chunks(content):
                 last = offset + len(chunk) >= d.size_bytes
                 yield WriteRequest(
-                    resource_name=name if offset == 0 else "", write_offset=offset,
-                    finish_write=last, data=chunk,
-                )  # fmt: skip
+                    resource_name=name if offset == 0 else "",
+                    write_offset=offset,
+                    finish_write=last,
+                    data=chunk,
+                )
                 offset += len(chunk)
             if offset == 0:
                 yield WriteRequest(resource_name=name, finish_write=True)
@@ -561,8 +686,9 @@ class Client:
                 f"ByteStream.Write {d.hash}/{d.size_bytes}: committed {resp.committed_size}"
             )
 
-    def read(self, digests: Sequence[Any], what: Mapping[tuple[str, int], str] | None = None
-             ) -> dict[tuple[str, int], bytes]:  # fmt: skip
+    def read(
+        self, digests: Sequence[Any], what: Mapping[tuple[str, int], str] | None = None
+    ) -> dict[tuple[str, int], bytes]:
         """Blobs by digest, each checked against it (DigestMismatch otherwise)."""
         names = what or {}
         out: dict[tuple[str, int], bytes] = {}
@@ -602,16 +728,17 @@ class Client:
     def execute(self, action_digest: Any, *, skip_cache_lookup: bool = False) -> Any:
         """Run an action; its ExecuteResponse. RemoteError when the operation fails."""
         req = ExecuteRequest(
-            instance_name=self.instance, action_digest=action_digest,
+            instance_name=self.instance,
+            action_digest=action_digest,
             skip_cache_lookup=skip_cache_lookup,
-        )  # fmt: skip
+        )
         op = _last(self._execute(req, timeout=EXECUTE_TIMEOUT_S))
         for _ in range(3):  # a stream cut short: wait on the operation by name
             if op is None or op.done or not op.name:
                 break
-            op = _last(self._wait_execution(
-                WaitExecutionRequest(name=op.name), timeout=EXECUTE_TIMEOUT_S
-            ))  # fmt: skip
+            op = _last(
+                self._wait_execution(WaitExecutionRequest(name=op.name), timeout=EXECUTE_TIMEOUT_S)
+            )
         if op is None or not op.done:
             raise RemoteError("the execution ended without a result")
         if op.WhichOneof("result") == "error":

@@ -130,8 +130,9 @@ class Remote:
             if first:
                 self.failed = text
         if first:
-            self._warn(f"warning: remote {self._where()} failed: {text}; building locally "
-                       "without it")  # fmt: skip
+            self._warn(
+                f"warning: remote {self._where()} failed: {text}; building locally without it"
+            )
             if self._note:
                 with contextlib.suppress(OSError):
                     note = {"url": self.url, "time": time.time(), "error": text}
@@ -154,9 +155,10 @@ class Remote:
             sources[reapi.key(d)] = path
         tree = reapi.build_tree(files)
         command = reapi.Command(
-            arguments=spec.arguments, output_files=sorted(spec.outputs.values()),
+            arguments=spec.arguments,
+            output_files=sorted(spec.outputs.values()),
             platform=self.platform,
-        )  # fmt: skip
+        )
         for name in sorted(spec.env):
             command.environment_variables.add(name=name, value=spec.env[name])
         command_digest, command_bytes = reapi.message_digest(command)
@@ -232,9 +234,12 @@ class Remote:
             if name not in streams:
                 streams[name] = blobs[reapi.key(getattr(result, f"{name}_digest"))]
         return Outcome(
-            outputs, streams["stdout"], streams["stderr"], result.exit_code,
+            outputs,
+            streams["stdout"],
+            streams["stderr"],
+            result.exit_code,
             result.execution_metadata.worker,
-        )  # fmt: skip
+        )
 
     def upload(self, p: Prepared, outcome: Outcome) -> str:
         """Put a locally run step's result in the CAS and the action cache."""
