@@ -1,0 +1,142 @@
+"""The slot pool shared by nvcc-split processes without a jobserver (cuda_split.slots)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cuda_split import slots
+
+
+def test_a_pool_hands_out_each_slot_once_across_processes(tmp_path) -> None:
+    a = slots.SlotPool(str(tmp_path), 2, pid=1)
+    b = slots.SlotPool(str(tmp_path), 2, pid=2)
+    first = a.try_acquire(1.0, defer=False)
+    second = b.try_acquire(1.0, defer=False)
+    assert {first, second} == {0, 1}
+    assert a.try_acquire(1.0, defer=False) is None
+    assert b.try_acquire(1.0, defer=False) is None
+    a.release(first)
+    assert b.try_acquire(1.0, defer=False) == first
+    b.close()
+    a.close()
+
+
+def test_a_dead_process_gives_its_slot_back(tmp_path) -> None:
+    code = (
+        "import sys; from cuda_split import slots\n"
+        f"pool = slots.SlotPool({str(tmp_path)!r}, 1)\n"
+        "print(pool.try_acquire(1.0, defer=False), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "0"
+    pool = slots.SlotPool(str(tmp_path), 1)
+    assert pool.try_acquire(1.0, defer=False) is None
+    child.kill()
+    child.wait()
+    assert pool.try_acquire(1.0, defer=False) == 0
+    pool.close()
+
+
+def test_a_free_slot_goes_to_the_longest_waiting_chain(tmp_path) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        other = slots.SlotPool(str(tmp_path), 4, pid=sleeper.pid)
+        other.announce(10.0)
+        mine = slots.SlotPool(str(tmp_path), 4)
+        assert mine.try_acquire(5.0) is None
+        assert mine.try_acquire(10.5) is not None
+        assert mine.try_acquire(20.0) is not None
+        other.announce(None)
+        assert mine.try_acquire(0.1) is not None
+        mine.close()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_dead_waiter_is_ignored_and_removed(tmp_path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ghost = slots.SlotPool(str(tmp_path), 1, pid=dead.pid)
+    ghost.announce(99.0)
+    mine = slots.SlotPool(str(tmp_path), 1)
+    assert mine.try_acquire(1.0) == 0
+    assert not (tmp_path / f"wait.{dead.pid}").exists()
+    mine.close()
+
+
+def test_close_withdraws_the_announcement(tmp_path) -> None:
+    pool = slots.SlotPool(str(tmp_path), 1)
+    pool.announce(3.0)
+    assert (tmp_path / f"wait.{os.getpid()}").read_text() == "3.000"
+    pool.close()
+    assert not (tmp_path / f"wait.{os.getpid()}").exists()
+
+
+def test_an_unusable_directory_is_a_pool_error(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(slots.PoolError, match=str(blocker)):
+        slots.SlotPool(str(blocker / "pool"), 2)
+
+
+def test_chains_are_the_longest_remaining_path() -> None:
+    # 0 host_preprocess -> 1 cicc -> 2 ptxas -> 4 host_compile; 0 -> 3 cicc -> 4
+    kinds = {0: "pre", 1: "cicc", 2: "ptxas", 3: "cicc", 4: "host"}
+    users = {0: [1, 3], 1: [2], 2: [4], 3: [4]}
+    seconds = {"pre": 1.0, "cicc": 5.0, "ptxas": 2.0, "host": 0.5}
+    assert slots.chains(kinds, users, seconds) == {0: 8.5, 1: 7.5, 2: 2.5, 3: 5.5, 4: 0.5}
+
+
+def test_estimates_learn_from_running_and_finished_steps() -> None:
+    est = slots.Estimates({"cicc": 3.0, "ptxas": 2.0})
+    assert est.seconds("cicc", 100.0) == 3.0
+    est.started(1, "cicc", 100.0)
+    assert est.seconds("cicc", 140.0) == 40.0  # still running: at least as long as so far
+    est.finished(1, 150.0)
+    assert est.seconds("cicc", 200.0) == 50.0
+    assert est.seconds("ptxas", 200.0) == 2.0
+    assert est.seconds("nvlink_unknown", 200.0) == 1.0
+
+
+def test_default_dir_is_per_user(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert slots.default_dir() == str(tmp_path / f"nvcc-split-slots-{os.getuid()}")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert slots.default_dir().endswith(f"nvcc-split-slots-{os.getuid()}")
+
+
+def test_slot_files_survive_for_the_next_process(tmp_path) -> None:
+    pool = slots.SlotPool(str(tmp_path), 3)
+    held = [pool.try_acquire(1.0, defer=False) for _ in range(3)]
+    assert sorted(held) == [0, 1, 2]
+    pool.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slot.0", "slot.1", "slot.2"]
+    again = slots.SlotPool(str(tmp_path), 3)
+    assert again.try_acquire(1.0, defer=False) == 0
+    again.close()
+
+
+def test_equal_chains_go_to_the_lower_pid(tmp_path) -> None:
+    sleepers = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
+    ]
+    try:
+        low_pid, high_pid = sorted(p.pid for p in sleepers)
+        low = slots.SlotPool(str(tmp_path), 2, pid=low_pid)
+        high = slots.SlotPool(str(tmp_path), 2, pid=high_pid)
+        low.announce(4.0)
+        high.announce(4.0)
+        assert high.try_acquire(4.0) is None
+        assert low.try_acquire(4.0) is not None
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()

@@ -1,0 +1,224 @@
+"""A slot pool shared by the nvcc-split processes of one machine, for builds without make's
+jobserver (Ninja, `make -j` with non-recursive recipes, xargs -P, CMake's own).
+
+Each compilation of such a build runs alone and cannot see the others' plans; left to
+itself, a per-process limit either oversubscribes the cores (every process runs its arch
+chains side by side, as `nvcc -t` does) or keeps the heaviest file on one step at a time
+until the others are done, and that file becomes the build's tail. The pool holds one
+slot per core; every step of every process holds a slot while it runs; a free slot goes to
+the waiting step with the longest remaining chain, across processes.
+
+The pool is a directory (created by whichever process comes first):
+
+    slot.<i>     one file per slot: a slot is held by an exclusive `flock` on its file,
+                 so a process that dies gives its slots back with its descriptors
+    wait.<pid>   the longest remaining chain (seconds, text) of the process's best
+                 waiting step; absent while it waits for nothing
+
+A process takes a free slot only if no live waiter announces a longer chain (ties: the
+lower pid). Two processes that both see themselves first take two free slots, or one of
+them loses the `flock` and looks again: no slot is ever held twice and none is lost.
+
+Chains are measured in seconds of estimated work (see `Estimates`): nvcc's steps of one
+kind take about as long in every file, save where a file is heavy; a process learns that
+from its own running steps (a cicc that has run 40 s says the next cicc of that file will
+too), so a heavy file's arch chains win the free slots early instead of forming the tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+
+# The pool's directory when the caller names none: one per user and machine.
+DEFAULT_DIR_NAME = "nvcc-split-slots"
+
+# Rough seconds a step of each kind takes on a small file (the order matters, not the
+# values: they rank steps until this process has measured its own).
+DEFAULT_SECONDS: Mapping[str, float] = {
+    "host_preprocess": 0.5,
+    "cudafe": 0.3,
+    "device_preprocess": 0.5,
+    "cicc": 3.0,
+    "ptxas": 2.0,
+    "nvlink": 1.0,
+    "fatbinary": 0.2,
+    "host_compile": 1.5,
+}
+_UNKNOWN_KIND_SECONDS = 1.0
+
+# How long a waiting process sleeps between looks at the pool (seconds).
+POLL_S = 0.02
+
+
+def default_dir() -> str:
+    """The pool directory shared by this user's processes: $XDG_RUNTIME_DIR if set, else
+    the temporary directory, suffixed by the uid."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return os.path.join(base, f"{DEFAULT_DIR_NAME}-{os.getuid()}")
+
+
+class Estimates:
+    """Seconds per step kind: the defaults, raised to the longest this process has seen a
+    step of that kind run (finished or still running)."""
+
+    def __init__(self, defaults: Mapping[str, float] = DEFAULT_SECONDS) -> None:
+        self._seen: dict[str, float] = dict(defaults)
+        self._running: dict[int, tuple[str, float]] = {}
+
+    def started(self, token: int, kind: str, now: float) -> None:
+        self._running[token] = (kind, now)
+
+    def finished(self, token: int, now: float) -> None:
+        kind, start = self._running.pop(token)
+        self._note(kind, now - start)
+
+    def seconds(self, kind: str, now: float) -> float:
+        for running_kind, start in self._running.values():
+            if running_kind == kind:
+                self._note(kind, now - start)
+        return self._seen.get(kind, _UNKNOWN_KIND_SECONDS)
+
+    def _note(self, kind: str, seconds: float) -> None:
+        if seconds > self._seen.get(kind, 0.0):
+            self._seen[kind] = seconds
+
+
+def chains(
+    kinds: Mapping[int, str],
+    users: Mapping[int, Iterable[int]],
+    seconds: Mapping[str, float],
+) -> dict[int, float]:
+    """The longest remaining chain from each step: its own seconds plus the longest chain
+    of the steps that read its outputs (`users`: step -> steps that depend on it)."""
+    memo: dict[int, float] = {}
+
+    def chain(index: int) -> float:
+        if index not in memo:
+            after = [chain(user) for user in users.get(index, ())]
+            own = seconds.get(kinds[index], _UNKNOWN_KIND_SECONDS)
+            memo[index] = own + max(after, default=0.0)
+        return memo[index]
+
+    for index in kinds:
+        chain(index)
+    return memo
+
+
+class PoolError(Exception):
+    """The pool's directory cannot be used (the caller falls back to its own limit)."""
+
+
+class SlotPool:
+    """`try_acquire(chain)` a slot without blocking, `release` it when the step ends."""
+
+    def __init__(self, directory: str, slots: int, pid: int | None = None) -> None:
+        if slots < 1:
+            raise ValueError(f"slot pool of {slots} slots: expected at least 1")
+        self.directory = directory
+        self.slots = slots
+        self.pid = os.getpid() if pid is None else pid
+        self._held: dict[int, int] = {}  # slot -> descriptor
+        self._announced: float | None = None
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            probe = os.path.join(directory, "slot.0")
+            os.close(os.open(probe, os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError as e:
+            raise PoolError(f"slot pool {directory}: {e.strerror or e}") from e
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def _wait_path(self, pid: int) -> str:
+        return os.path.join(self.directory, f"wait.{pid}")
+
+    def announce(self, chain: float | None) -> None:
+        """Tell the other processes the chain of this process's best waiting step (None:
+        none waits)."""
+        if chain == self._announced:
+            return
+        path = self._wait_path(self.pid)
+        if chain is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        else:
+            tmp = f"{path}.tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(f"{chain:.3f}")
+            os.replace(tmp, path)
+        self._announced = chain
+
+    def others_first(self, chain: float) -> bool:
+        """Whether a live process waits with a longer chain (or as long, and a lower pid)."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return False
+        for name in names:
+            prefix, _, pid_text = name.partition(".")
+            if prefix != "wait" or not pid_text.isdigit():
+                continue
+            pid = int(pid_text)
+            if pid == self.pid:
+                continue
+            try:
+                with open(os.path.join(self.directory, name), encoding="ascii") as f:
+                    theirs = float(f.read() or "nan")
+            except (OSError, ValueError):
+                continue
+            if not _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.directory, name))
+                continue
+            if theirs > chain or (theirs == chain and pid < self.pid):
+                return True
+        return False
+
+    def try_acquire(self, chain: float, defer: bool = True) -> int | None:
+        """A free slot for a step whose remaining chain is `chain` seconds, or None (none
+        free, or, with `defer`, a process with a longer chain waits for one)."""
+        if defer and self.others_first(chain):
+            return None
+        for slot in range(self.slots):
+            if slot in self._held:
+                continue
+            path = os.path.join(self.directory, f"slot.{slot}")
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    continue
+                raise
+            self._held[slot] = fd
+            return slot
+        return None
+
+    def release(self, slot: int) -> None:
+        fd = self._held.pop(slot)
+        os.close(fd)  # closing the descriptor drops its flock
+
+    def close(self) -> None:
+        for slot in list(self._held):
+            self.release(slot)
+        self.announce(None)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
