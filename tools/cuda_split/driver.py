@@ -47,6 +47,7 @@ from cuda_split import archlist, sysload
 from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
+from cuda_split import slots as slotslib
 from cuda_split.step import StepCommand
 
 if TYPE_CHECKING:
@@ -587,6 +588,10 @@ class Options:
     # Runnable tasks under which a step beyond the first starts: None = the cores
     # without a jobserver (none under one), 0 = no limit.
     load_average: float | None = None
+    # The slot pool shared with the build's other nvcc-split processes: its directory,
+    # "" for the default one, None for none (see slots.py).
+    slot_pool: str | None = ""
+    trace: str = ""  # a file that gets a JSON line per step run ("" for none)
 
 
 @dataclasses.dataclass
@@ -620,6 +625,7 @@ class Runner:
         self.cache = cachelib.Cache(opts.cache_dir, opts.cache_max_size) if opts.cache_dir else None
         self.bytes_added = 0
         self._lock = threading.Lock()
+        self._trace_warned = False
         env = plan.env_dict()
         self.key_env = {k: env[k] for k in _KEY_ENV if k in env}
         self.libdevice = ""
@@ -634,6 +640,33 @@ class Runner:
         self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
         self._specs: dict[int, StepSpec] = {}
         self.remote = self._connect() if opts.remote else None
+
+    def trace_step(self, node: Node, start: float, end: float) -> None:
+        """Append the step's JSON line to --trace (one write, O_APPEND: the lines of the
+        build's processes do not mix). A trace that cannot be written is a warning."""
+        record = {
+            "pid": os.getpid(),
+            "src": self.source,
+            "step": node.step.kind,
+            "arch": node.step.arch or "",
+            "cache": node.cache,
+            "rc": node.rc,
+            "start": round(start, 6),
+            "end": round(end, 6),
+        }
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        try:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            fd = os.open(self.opts.trace, flags, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            with self._lock:
+                if not self._trace_warned:
+                    self._trace_warned = True
+                    _say(f"warning: --trace {self.opts.trace}: {e.strerror or e}")
 
     def _connect(self) -> remotelib.Remote | None:
         try:
@@ -1036,7 +1069,12 @@ class Runner:
 
     # -- the DAG --------------------------------------------------------------------
 
-    def run_all(self, nodes: list[Node], jobserver: jobserverlib.Jobserver | None = None) -> int:
+    def run_all(
+        self,
+        nodes: list[Node],
+        jobserver: jobserverlib.Jobserver | None = None,
+        pool: slotslib.SlotPool | None = None,
+    ) -> int:
         """Run the nodes in dependency order (see run_dag); the first failure's rc."""
         try:
             cap = self.opts.jobs if self.opts.jobs_given else None
@@ -1048,6 +1086,8 @@ class Runner:
                 cap,
                 _say if self.opts.verbose else None,
                 load_limit(self.opts, jobserver),
+                pool=pool,
+                trace=self.trace_step if self.opts.trace else None,
             )
         finally:
             if self.cache is not None:
@@ -1061,6 +1101,19 @@ class Runner:
             _replay(first)
             return first.rc or 1
         return 0
+
+
+def open_pool(opts: Options, jobserver: jobserverlib.Jobserver | None) -> slotslib.SlotPool | None:
+    """The build's slot pool: without a jobserver and without --load-average, unless
+    --no-slot-pool. One that cannot be used is a warning, and the load limit serves."""
+    if jobserver is not None or opts.load_average is not None or opts.slot_pool is None:
+        return None
+    directory = opts.slot_pool or slotslib.default_dir()
+    try:
+        return slotslib.SlotPool(directory, sysload.cores())
+    except slotslib.PoolError as e:
+        _say(f"warning: {e}; limiting steps by the load instead")
+        return None
 
 
 def load_limit(opts: Options, jobserver: jobserverlib.Jobserver | None) -> float | None:
@@ -1081,6 +1134,8 @@ def run_dag(
     warn: Callable[[str], None] | None = None,
     load_limit: float | None = None,
     load: Callable[[], float | None] = sysload.runnable,
+    pool: slotslib.SlotPool | None = None,
+    trace: Callable[[Node, float, float], None] | None = None,
 ) -> list[Node]:
     """Run each node once its deps are done; after a failure start no more. The failed
     nodes (a node fails when `run` leaves its rc non-zero).
@@ -1095,8 +1150,21 @@ def run_dag(
     (the machine's runnable tasks, sysload.runnable) leaves room under the limit; held
     back, the executor looks again every LOAD_POLL_S seconds, so idle cores are used as
     soon as the rest of the build leaves them.
+
+    With a `pool` (slots.SlotPool, shared by the build's nvcc-split processes; it replaces
+    `load_limit`), every node holds a pool slot while it runs; ready nodes ask for one
+    longest remaining chain first (slots.chains, with durations this process learns from
+    its own steps), and a node refused announces its chain, so that other processes leave
+    the next free slot to it if it is the longest. `trace(node, start, end)` is called as
+    each node ends (wall-clock seconds since the epoch).
     """
     pending = {n.index: n for n in nodes}
+    kinds = {n.index: n.step.kind for n in nodes} if pool is not None else {}
+    users: dict[int, list[int]] = {}
+    for n in nodes:
+        for dep in n.deps:
+            users.setdefault(dep, []).append(n.index)
+    estimates = slotslib.Estimates()
     done: set[int] = set()
     failed: list[Node] = []
     server = jobserver  # None once it breaks (steps still give their tokens back)
@@ -1107,19 +1175,25 @@ def run_dag(
     # Woken by a finished node, while waiting for a token too (poll on both).
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
-    def work(node: Node, token: bytes | None) -> Node:
+    def work(node: Node, token: bytes | None, slot: int | None) -> Node:
+        start = time.time()
         try:
             return run(node)
         finally:
             if token is not None:
                 assert jobserver is not None
                 jobserver.release(token)
+            if slot is not None:
+                assert pool is not None
+                pool.release(slot)
+            if trace is not None:
+                trace(node, start, time.time())
 
     def woken(_: object) -> None:
         os.write(wake_w, b".")
 
     try:
-        with concurrent.futures.ThreadPoolExecutor(limit) as pool:
+        with concurrent.futures.ThreadPoolExecutor(limit) as executor:
             # future -> (node, whether it holds the implicit slot)
             running: dict[concurrent.futures.Future[Node], tuple[Node, bool]] = {}
             while pending or running:
@@ -1129,12 +1203,19 @@ def run_dag(
                         warn(f"jobserver {server.auth}: {server.broken}; going on with -j {jobs}")
                     server, limit = None, max(1, jobs)
                 load_held = False
+                pool_waits: float | None = None  # the chain of the node the pool refused
                 if not failed:
                     ready = [n for n in pending.values() if n.deps <= done]
+                    chain: dict[int, float] = {}
+                    if pool is not None:
+                        now = time.monotonic()
+                        seconds = {k: estimates.seconds(k, now) for k in set(kinds.values())}
+                        chain = slotslib.chains(kinds, users, seconds)
+                        ready.sort(key=lambda n: -chain[n.index])
                     # Nodes that may start beside the running ones, by the load; the
                     # first node always starts (it is counted against the room).
                     extra = None
-                    if load_limit and ready and (running or len(ready) > 1):
+                    if pool is None and load_limit and ready and (running or len(ready) > 1):
                         extra = sysload.room(load_limit, load())
                         if extra is not None and not running:
                             extra -= 1
@@ -1146,19 +1227,32 @@ def run_dag(
                                 load_held = True
                                 break
                             extra -= 1
+                        slot = None
+                        if pool is not None:
+                            slot = pool.try_acquire(chain[node.index])
+                            if slot is None:
+                                pool_waits = chain[node.index]
+                                break
                         token = None
                         if server is not None and not implicit_free:
                             token = server.try_acquire()
                             if token is None:
+                                if slot is not None:
+                                    assert pool is not None
+                                    pool.release(slot)
                                 wants_token = not server.broken
                                 break
                         implicit = server is not None and token is None
                         implicit_free = implicit_free and not implicit
                         del pending[node.index]
-                        fut = pool.submit(work, node, token)
+                        if pool is not None:
+                            estimates.started(node.index, kinds[node.index], time.monotonic())
+                        fut = executor.submit(work, node, token, slot)
                         running[fut] = (node, implicit)
                         fut.add_done_callback(woken)
-                if not running:
+                if pool is not None:
+                    pool.announce(pool_waits)
+                if not running and pool_waits is None:
                     break
                 if wants_token:
                     assert server is not None
@@ -1170,14 +1264,20 @@ def run_dag(
                         while os.read(wake_r, 4096):
                             pass
                     finished, _ = concurrent.futures.wait(running, timeout=0)
+                elif not running:
+                    time.sleep(slotslib.POLL_S)
+                    finished = set()
                 else:
+                    poll = slotslib.POLL_S if pool_waits is not None else None
                     finished, _ = concurrent.futures.wait(
                         running,
-                        timeout=LOAD_POLL_S if load_held else None,
+                        timeout=LOAD_POLL_S if load_held else poll,
                         return_when=concurrent.futures.FIRST_COMPLETED,
                     )
                 for fut in finished:
                     node, implicit = running.pop(fut)
+                    if pool is not None:
+                        estimates.finished(node.index, time.monotonic())
                     implicit_free = implicit_free or implicit
                     fut.result()
                     if node.rc == 0:
@@ -1188,6 +1288,8 @@ def run_dag(
     finally:
         os.close(wake_r)
         os.close(wake_w)
+        if pool is not None:
+            pool.announce(None)
         if jobserver is not None:
             # Every step has ended: a token still held was read but never given to one
             # (an interrupt in between).
@@ -1436,6 +1538,28 @@ def _driver_parser() -> argparse.ArgumentParser:
         "(default: the cores; none under make's jobserver; 0: no limit)",
     )
     p.add_argument(
+        "--slot-pool",
+        default="",
+        metavar="DIR",
+        help="the directory of the slot pool that the nvcc-split processes of a build "
+        "share when there is no jobserver and no --load-average: one slot per core, a "
+        "free slot to the step with the longest remaining chain in any of them (default: "
+        f"{slotslib.default_dir()})",
+    )
+    p.add_argument(
+        "--no-slot-pool",
+        action="store_true",
+        help="no shared slot pool: beyond its first step, a compilation starts more only "
+        "while the load leaves room (--load-average's default)",
+    )
+    p.add_argument(
+        "--trace",
+        default="",
+        metavar="FILE",
+        help="append a JSON line per step run to FILE (pid, source, step, arch, cache, "
+        "start and end in seconds since the epoch): one file for a whole build's processes",
+    )
+    p.add_argument(
         "--cache-dir",
         default="",
         help="the local cache (default: $CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)",
@@ -1502,6 +1626,8 @@ _DRIVER_VALUE_OPTIONS = {
     "-j",
     "--jobs",
     "--load-average",
+    "--slot-pool",
+    "--trace",
     "--cache-dir",
     "--cache-max-size",
     "--remote",
@@ -1557,6 +1683,8 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         jobs=max(1, ns.jobs if ns.jobs is not None else os.cpu_count() or 1),
         jobs_given=ns.jobs is not None,
         load_average=ns.load_average,
+        slot_pool=None if ns.no_slot_pool else ns.slot_pool,
+        trace=os.path.abspath(ns.trace) if ns.trace else "",
         cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
         cache_max_size=max_size,
         explain=ns.explain,
@@ -1696,12 +1824,22 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
                 f"splitting {src} into {len(nodes)} steps on make's jobserver "
                 f"({jobserver.auth}: one step, plus one per token{bound})"
             )
-        elif opts.verbose:
+        pool = open_pool(opts, jobserver)
+        if opts.verbose and pool is not None:
+            _say(
+                f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers, "
+                f"each with a slot of {pool.directory} ({pool.slots} slots)"
+            )
+        elif opts.verbose and jobserver is None:
             limit = load_limit(opts, jobserver)
             held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
             _say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}")
         runner = Runner(opts, src, work_dir, plan)
-        rc = runner.run_all(nodes, jobserver)
+        try:
+            rc = runner.run_all(nodes, jobserver, pool)
+        finally:
+            if pool is not None:
+                pool.close()
         if rc == 0 and plan.dep_file:
             pre = [n for n in nodes if n.step.kind == planlib.DEVICE_PREPROCESS]
             pre += [n for n in nodes if n.step.kind == planlib.HOST_PREPROCESS]

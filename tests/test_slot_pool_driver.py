@@ -1,0 +1,163 @@
+"""nvcc-split's executor on the shared slot pool (driver.run_dag with a slots.SlotPool) and
+its --trace file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+import types
+
+from conftest import REPO
+from cuda_split import driver, slots
+
+
+def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:
+    """As much of driver.Node as run_dag reads, with a step kind."""
+    deps = deps or {}
+    return [
+        types.SimpleNamespace(
+            index=i,
+            deps=deps.get(i, set()),
+            rc=None,
+            stdout=b"",
+            stderr=b"",
+            step=types.SimpleNamespace(kind=kind, arch=""),
+        )
+        for i, kind in enumerate(kinds)
+    ]
+
+
+class Recorder:
+    """A `run` for run_dag that records the order and the most nodes running at once."""
+
+    def __init__(self, seconds: float = 0.05) -> None:
+        self.seconds = seconds
+        self.order: list[tuple[str, int]] = []
+        self.now = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def runner(self, name: str):
+        def run(node):
+            with self._lock:
+                self.order.append((name, node.index))
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(self.seconds)
+            with self._lock:
+                self.now -= 1
+            node.rc = 0
+            return node
+
+        return run
+
+
+def test_processes_on_one_pool_never_run_more_steps_than_slots(tmp_path) -> None:
+    rec = Recorder()
+    pools = [slots.SlotPool(str(tmp_path), 2, pid=os.getpid() * 10 + i) for i in range(3)]
+    threads = [
+        threading.Thread(
+            target=driver.run_dag,
+            args=(nodes_of(["cicc"] * 4), rec.runner(f"p{i}"), 4),
+            kwargs={"pool": pool},
+        )
+        for i, pool in enumerate(pools)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(rec.order) == 12
+    assert rec.most == 2
+
+
+def test_the_longest_remaining_chain_starts_first(tmp_path) -> None:
+    # 0: a lone host compile; 1 -> 2 -> 3: cicc, ptxas, host compile (the longer chain).
+    nodes = nodes_of(["host_compile", "cicc", "ptxas", "host_compile"], {2: {1}, 3: {2}})
+    rec = Recorder(seconds=0.01)
+    pool = slots.SlotPool(str(tmp_path), 1)
+    failed = driver.run_dag(nodes, rec.runner("p"), 4, pool=pool)
+    pool.close()
+    assert failed == []
+    assert [i for _, i in rec.order] == [1, 2, 0, 3]  # chains 6.5, then 3.5, 1.5 and 1.5
+
+
+def test_a_step_waits_while_another_process_announces_a_longer_chain(tmp_path) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        other = slots.SlotPool(str(tmp_path), 2, pid=sleeper.pid)
+        other.announce(1000.0)
+        rec = Recorder(seconds=0.0)
+        mine = slots.SlotPool(str(tmp_path), 2)
+        thread = threading.Thread(
+            target=driver.run_dag,
+            args=(nodes_of(["ptxas"]), rec.runner("me"), 1),
+            kwargs={"pool": mine},
+        )
+        thread.start()
+        time.sleep(0.5)
+        assert rec.order == []  # two free slots, but the other process comes first
+        other.announce(None)
+        thread.join(timeout=30)
+        assert rec.order == [("me", 0)]
+        assert not (tmp_path / f"wait.{os.getpid()}").exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_failure_gives_the_slots_back(tmp_path) -> None:
+    def fail(node):
+        node.rc = 1
+        return node
+
+    pool = slots.SlotPool(str(tmp_path), 1)
+    failed = driver.run_dag(nodes_of(["cicc", "cicc"], {1: {0}}), fail, 2, pool=pool)
+    assert [n.index for n in failed] == [0]
+    assert pool.held == 0
+
+
+def _driver(sdk: pathlib.Path, tmp_path: pathlib.Path, *extra: str) -> subprocess.CompletedProcess:
+    args = ["-ccbin", "/usr/bin/gcc", "-I.", "-gencode", "arch=compute_80,code=sm_80"]
+    args += ["-gencode", "arch=compute_90,code=sm_90", "-c", "examples/saxpy/saxpy.cu"]
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--no-cache", "--verbose", *extra, "--", *args, "-o", str(tmp_path / "x.o")]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
+
+
+def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    pool = tmp_path / "pool"
+    proc = _driver(sdk, tmp_path, "--trace", str(trace), "--slot-pool", str(pool))
+    assert f"each with a slot of {pool}" in proc.stderr
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    steps = sorted((r["step"], r["arch"]) for r in records)
+    assert ("cicc", "compute_80") in steps and ("cicc", "compute_90") in steps
+    assert ("ptxas", "sm_80") in steps and ("ptxas", "sm_90") in steps
+    assert ("host_compile", "") in steps
+    assert {r["pid"] for r in records} == {records[0]["pid"]}
+    assert all(r["start"] <= r["end"] and r["rc"] == 0 for r in records)
+    assert all(r["src"].endswith("examples/saxpy/saxpy.cu") for r in records)
+    assert sorted(p.name for p in pool.iterdir())[0] == "slot.0"
+
+
+def test_no_slot_pool_and_load_average_keep_the_load_limit(sdk, tmp_path) -> None:
+    proc = _driver(sdk, tmp_path, "--no-slot-pool")
+    assert "while fewer than" in proc.stderr and "slot of" not in proc.stderr
+    proc = _driver(sdk, tmp_path, "--load-average", "3", "--slot-pool", str(tmp_path / "p"))
+    assert "while fewer than 3 tasks" in proc.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_an_unusable_pool_directory_warns_and_compiles(sdk, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = _driver(sdk, tmp_path, "--slot-pool", str(blocker / "pool"))
+    assert f"warning: slot pool {blocker / 'pool'}" in proc.stderr
+    assert (tmp_path / "x.o").stat().st_size > 0
