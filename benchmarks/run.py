@@ -45,6 +45,7 @@ import json
 import os
 import pathlib
 import platform
+import random
 import re
 import resource
 import select as select_
@@ -151,8 +152,9 @@ def run_pool(
     load0 = os.getloadavg()
     start = time.monotonic()
     slots = JobSlots(jobserver) if jobserver else None
+    occupancy = Occupancy()
     try:
-        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        with occupancy, concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             if slots is None:
                 results = list(pool.map(lambda t: t[1](), tasks))
             else:
@@ -179,6 +181,7 @@ def run_pool(
         "failed": [r.name for r in results if not r.ok],
         "load_before": [round(x, 2) for x in load0],
         "load_after": [round(x, 2) for x in os.getloadavg()],
+        "occupancy": occupancy.samples,
         "files": {
             r.name: {
                 "wall_s": round(r.wall_s, 3),
@@ -251,6 +254,63 @@ class Job:
     @property
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
+
+
+def sample_sources(
+    sources: Sequence[str], n: int, seed: int, exclude: Sequence[str] = ()
+) -> list[str]:
+    """`n` of `sources` drawn with `seed` (the same files for the same corpus and seed on
+    any machine), none of `exclude` (benchmarks/subset.txt: a fixed subset invites
+    tuning to it), in the corpus's order."""
+    excluded = set(exclude)
+    pool = [s for s in sources if s not in excluded]
+    if not 0 < n <= len(pool):
+        sys.exit(f"--sample {n}: expected 1 to {len(pool)} (files outside subset.txt)")
+    picked = set(random.Random(seed).sample(pool, n))
+    return [s for s in pool if s in picked]
+
+
+class Occupancy:
+    """Samples how many cores are busy (from /proc/stat) while a pool of compiles runs:
+    the machine's occupancy over time, the same measure for every configuration."""
+
+    PERIOD_S = 0.5
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []  # (seconds since start, busy cores)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _times() -> tuple[float, float] | None:
+        """(busy, total) jiffies of all CPUs together, or None without /proc/stat."""
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [float(x) for x in f.readline().split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + fields[4]  # idle, iowait
+        return sum(fields) - idle, sum(fields)
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        last = self._times()
+        cores = os.cpu_count() or 1
+        while not self._stop.wait(self.PERIOD_S):
+            now = self._times()
+            if now is None or last is None or now[1] <= last[1]:
+                continue
+            busy = (now[0] - last[0]) / (now[1] - last[1]) * cores
+            self.samples.append((round(time.monotonic() - start, 2), round(busy, 2)))
+            last = now
+
+    def __enter__(self) -> Occupancy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def read_list(path: pathlib.Path) -> list[str]:
@@ -468,6 +528,8 @@ def compile_task(
                 opts += ["--table", str(kw["table"]), "--table-append"]
             if kw.get("graph"):
                 opts += ["--graph", str(kw["graph"])]
+            if kw.get("trace"):
+                opts += ["--trace", str(kw["trace"])]
             if kw.get("explain"):
                 opts.append("--explain")
             env = ctx.env
@@ -749,6 +811,9 @@ class Bench:
         else:
             path = SUBSET_FILE if args.subset == "subset" else pathlib.Path(args.subset)
             chosen = read_list(path)
+        if args.sample:
+            chosen = sample_sources(all_sources, args.sample, args.seed, read_list(SUBSET_FILE))
+            say(f"sample of {len(chosen)} files, seed {args.seed}: {' '.join(chosen)}")
         if args.files:
             chosen = chosen[: args.files]
         if args.shard:
@@ -875,6 +940,10 @@ class Bench:
             f"repeat {repeat + 1})"
         )
         table = self.raw / "tables" / f"{run_id}.csv" if config == "split" else None
+        if config == "split" and "trace" not in kw:
+            kw["trace"] = self.raw / "traces" / f"{run_id}.jsonl"
+            kw["trace"].parent.mkdir(parents=True, exist_ok=True)
+            kw["trace"].unlink(missing_ok=True)
         if table:
             table.parent.mkdir(parents=True, exist_ok=True)
             table.unlink(missing_ok=True)
@@ -1768,6 +1837,7 @@ def combine(a: Any, b: Any, key: str = "") -> Any:
         "repeat",
         "archs",
         "load_before",
+        "occupancy",
         "split_j",
         "shard",
         "edges",
@@ -1878,6 +1948,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "heaviest file unless --heaviest",
     )
     p.add_argument("--files", type=int, default=0, help="only the first N ggml files")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N ggml files drawn at random (with --seed) from the backend's files not in "
+        "benchmarks/subset.txt, instead of --subset",
+    )
+    p.add_argument("--seed", type=int, default=1, help="the seed of --sample (default 1)")
     p.add_argument(
         "--heaviest",
         default="",
@@ -1992,6 +2071,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.critical_repeats = args.critical_repeats or args.repeats
     args.scenarios = set(args.scenarios.split(","))
     args.configs_list = args.configs.split(",")
+    if not args.label and args.sample:
+        args.label = f"sample{args.sample}-seed{args.seed}-{cores}core"
     if not args.label:
         args.label = (
             f"{args.subset if args.subset in ('subset', 'full', 'smoke') else 'custom'}-{cores}core"

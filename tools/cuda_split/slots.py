@@ -52,7 +52,7 @@ DEFAULT_SECONDS: Mapping[str, float] = {
 _UNKNOWN_KIND_SECONDS = 1.0
 
 # How long a waiting process sleeps between looks at the pool (seconds).
-POLL_S = 0.02
+POLL_S = 0.05
 
 
 def default_dir() -> str:
