@@ -75,7 +75,7 @@ def test_a_dead_waiter_is_ignored_and_removed(tmp_path) -> None:
 def test_close_withdraws_the_announcement(tmp_path) -> None:
     pool = slots.SlotPool(str(tmp_path), 1)
     pool.announce(3.0)
-    assert (tmp_path / f"wait.{os.getpid()}").read_text() == "3.000"
+    assert (tmp_path / f"wait.{os.getpid()}").read_text() == "3000"  # milliseconds
     pool.close()
     assert not (tmp_path / f"wait.{os.getpid()}").exists()
 
@@ -136,6 +136,25 @@ def test_equal_chains_go_to_the_lower_pid(tmp_path) -> None:
         high.announce(4.0)
         assert high.try_acquire(4.0) is None
         assert low.try_acquire(4.0) is not None
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+
+
+def test_chains_that_round_alike_do_not_defer_to_each_other(tmp_path) -> None:
+    # Announced in milliseconds, 7.1996 s and 7.1998 s are both 7200: compared unrounded
+    # against the other's rounded value, each would wait for the other forever.
+    sleepers = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
+    ]
+    try:
+        low_pid, high_pid = sorted(p.pid for p in sleepers)
+        low = slots.SlotPool(str(tmp_path), 4, pid=low_pid)
+        high = slots.SlotPool(str(tmp_path), 4, pid=high_pid)
+        low.announce(7.1996)
+        high.announce(7.1998)
+        assert [low.others_first(7.1996), high.others_first(7.1998)] == [False, True]
     finally:
         for sleeper in sleepers:
             sleeper.kill()

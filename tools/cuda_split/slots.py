@@ -123,7 +123,7 @@ class SlotPool:
         self.slots = slots
         self.pid = os.getpid() if pid is None else pid
         self._held: dict[int, int] = {}  # slot -> descriptor
-        self._announced: float | None = None
+        self._announced: int | None = None
         try:
             os.makedirs(directory, mode=0o700, exist_ok=True)
             probe = os.path.join(directory, "slot.0")
@@ -141,6 +141,7 @@ class SlotPool:
     def announce(self, chain: float | None) -> None:
         """Tell the other processes the chain of this process's best waiting step (None:
         none waits)."""
+        chain = None if chain is None else _ms(chain)
         if chain == self._announced:
             return
         path = self._wait_path(self.pid)
@@ -150,12 +151,16 @@ class SlotPool:
         else:
             tmp = f"{path}.tmp"
             with open(tmp, "w", encoding="ascii") as f:
-                f.write(f"{chain:.3f}")
+                f.write(str(chain))
             os.replace(tmp, path)
         self._announced = chain
 
     def others_first(self, chain: float) -> bool:
-        """Whether a live process waits with a longer chain (or as long, and a lower pid)."""
+        """Whether a live process waits with a longer chain (or as long, and a lower pid).
+        Chains compare in whole milliseconds, as announced: every process sees the same
+        order (compared unrounded, two chains that round to one value would each defer
+        to the other)."""
+        chain_ms = _ms(chain)
         try:
             names = os.listdir(self.directory)
         except OSError:
@@ -169,14 +174,14 @@ class SlotPool:
                 continue
             try:
                 with open(os.path.join(self.directory, name), encoding="ascii") as f:
-                    theirs = float(f.read() or "nan")
+                    theirs = int(f.read())
             except (OSError, ValueError):
                 continue
             if not _alive(pid):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.directory, name))
                 continue
-            if theirs > chain or (theirs == chain and pid < self.pid):
+            if theirs > chain_ms or (theirs == chain_ms and pid < self.pid):
                 return True
         return False
 
@@ -212,6 +217,10 @@ class SlotPool:
         for slot in list(self._held):
             self.release(slot)
         self.announce(None)
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
 
 
 def _alive(pid: int) -> bool:
