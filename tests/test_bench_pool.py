@@ -1,0 +1,92 @@
+"""benchmarks/run.py's seeded samples and occupancy sampler, benchmarks/occupancy.py."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import time
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import occupancy  # noqa: E402
+import run  # noqa: E402
+
+SOURCES = [f"src/f{i:02d}.cu" for i in range(40)]
+
+
+def test_a_sample_is_the_same_for_a_seed_and_leaves_out_the_subset() -> None:
+    subset = SOURCES[:10]
+    a = run.sample_sources(SOURCES, 8, 7, subset)
+    assert a == run.sample_sources(SOURCES, 8, 7, subset)
+    assert a != run.sample_sources(SOURCES, 8, 8, subset)
+    assert len(a) == 8 and not set(a) & set(subset)
+    assert a == sorted(a, key=SOURCES.index)  # in the corpus's order
+
+
+def test_a_sample_larger_than_the_corpus_is_refused() -> None:
+    try:
+        run.sample_sources(SOURCES, 31, 1, SOURCES[:10])
+    except SystemExit as e:
+        assert "--sample 31: expected 1 to 30" in str(e)
+    else:
+        raise AssertionError("no error")
+
+
+def test_the_occupancy_sampler_sees_a_busy_core() -> None:
+    with run.Occupancy() as occ:
+        end = time.monotonic() + 1.6
+        while time.monotonic() < end:
+            pass
+    assert len(occ.samples) >= 2
+    assert max(b for _, b in occ.samples) >= 0.5
+
+
+def _results(path: pathlib.Path) -> pathlib.Path:
+    samples = [[0.5 * i, 16.0 if i < 10 else 4.0] for i in range(20)]
+    data = {
+        "meta": {"machine": {"cores": 16}},
+        "measurements": [
+            {
+                "scenario": "1",
+                "config": "split",
+                "repeat": 0,
+                "wall_s": 10.0,
+                "cpu_s": 96.0,
+                "occupancy": samples,
+            },
+            {
+                "scenario": "3",
+                "config": "split",
+                "repeat": 0,
+                "wall_s": 1.0,
+                "cpu_s": 1.0,
+                "occupancy": samples,
+            },
+        ],
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_occupancy_summary_of_a_known_series(tmp_path) -> None:
+    found = occupancy.runs([_results(tmp_path / "r.json")])
+    assert [r["label"] for r in found] == ["r split r1"]
+    s = occupancy.summary(found[0])
+    assert s == {"mean_busy": 10.0, "below_half_s": 5.0, "bound_s": 6.0}
+    assert "| r split r1 | 10.0 | 96 | 6.0 | 10.0 | 5.0 |" in occupancy.render_text(found)
+
+
+def test_steps_running_from_a_trace(tmp_path) -> None:
+    trace = tmp_path / "t.jsonl"
+    records = [
+        {"step": "cicc", "start": 100.0, "end": 102.0},
+        {"step": "cicc", "start": 100.5, "end": 101.0},
+        {"step": "ptxas", "start": 102.0, "end": 103.0},
+    ]
+    trace.write_text("".join(json.dumps(r) + "\n" for r in records))
+    series = occupancy.steps_running(trace)
+    assert series["cicc"][:5] == [(0.0, 1), (0.5, 2), (1.0, 1), (1.5, 1), (2.0, 0)]
+    assert series["ptxas"][4:] == [(2.0, 1), (2.5, 1), (3.0, 0)]
