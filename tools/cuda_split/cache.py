@@ -29,7 +29,8 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 
 MAGIC = b"CUDASPLIT1\n"
 # Part of every key: bump it when the entry layout or key recipe changes.
@@ -155,11 +156,46 @@ def decode_entry(key: str, data: bytes) -> Entry:
 class Cache:
     """The cache under `root`, bounded to `max_size` bytes of entries."""
 
-    def __init__(self, root: str, max_size: int = DEFAULT_MAX_SIZE):
+    def __init__(
+        self,
+        root: str,
+        max_size: int = DEFAULT_MAX_SIZE,
+        warn: Callable[[str], None] | None = None,
+    ):
         self.root = os.path.abspath(root)
         self.max_size = max_size
-        os.makedirs(os.path.join(self.root, "entries"), exist_ok=True)
         self._tool_digests: dict[tuple[str, int, int], str] = {}
+        # Why the cache cannot be written ("" while it can): a full disk, a read-only
+        # file system, no permission. The compile goes on uncached; `warn` says it once.
+        self.unwritable = ""
+        self._warn = warn
+        self._write_lock = threading.Lock()
+        try:
+            os.makedirs(os.path.join(self.root, "entries"), exist_ok=True)
+        except OSError as e:
+            self._cannot_write(e)
+
+    def _cannot_write(self, e: OSError) -> None:
+        with self._write_lock:
+            if self.unwritable:
+                return
+            self.unwritable = e.strerror or str(e)
+        if self._warn is not None:
+            self._warn(
+                f"warning: cache {self.root} cannot be written ({self.unwritable}): "
+                "compiling without storing"
+            )
+
+    def _write(self, path: str, data: bytes) -> bool:
+        """_atomic_write, unless the cache cannot be written (then False, said once)."""
+        if self.unwritable:
+            return False
+        try:
+            _atomic_write(path, data)
+        except OSError as e:
+            self._cannot_write(e)
+            return False
+        return True
 
     # -- entries --------------------------------------------------------------------
 
@@ -174,6 +210,8 @@ class Cache:
                 data = f.read()
         except FileNotFoundError:
             return None, "absent"
+        except OSError as e:
+            return None, f"unreadable: {e.strerror or e}"
         try:
             entry = decode_entry(key, data)
         except CorruptEntry as e:
@@ -190,8 +228,7 @@ class Cache:
     def store(self, key: str, files: Mapping[str, bytes], meta: Mapping[str, object]) -> int:
         """Write (or overwrite) an entry; the number of bytes written."""
         data = encode_entry(files, meta)
-        _atomic_write(self.entry_path(key), data)
-        return len(data)
+        return len(data) if self._write(self.entry_path(key), data) else 0
 
     # -- size bound -----------------------------------------------------------------
 
@@ -224,8 +261,15 @@ class Cache:
 
     def added(self, nbytes: int) -> list[str]:
         """Account for `nbytes` of new entries; evict if over the bound. Evicted paths."""
-        if nbytes <= 0:
+        if nbytes <= 0 or self.unwritable:
             return []
+        try:
+            return self._account(nbytes)
+        except OSError as e:
+            self._cannot_write(e)
+            return []
+
+    def _account(self, nbytes: int) -> list[str]:
         size_file = os.path.join(self.root, "size")
         with self._locked():
             try:
@@ -271,11 +315,11 @@ class Cache:
             if (saved["path"], saved["mtime_ns"], saved["size"]) == ident:
                 self._tool_digests[ident] = saved["sha256"]
                 return saved["sha256"]
-        except (FileNotFoundError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError):
             pass
         digest = sha256_file(real)
         record = {"path": real, "mtime_ns": st.st_mtime_ns, "size": st.st_size, "sha256": digest}
-        _atomic_write(note, json.dumps(record).encode())
+        self._write(note, json.dumps(record).encode())
         self._tool_digests[ident] = digest
         return digest
 
@@ -289,11 +333,11 @@ class Cache:
         try:
             with open(self._last_path(ident)) as f:
                 return json.load(f)
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):
             return None
 
     def record_parts(self, ident: str, parts: Mapping[str, object]) -> None:
-        _atomic_write(self._last_path(ident), json.dumps(parts, sort_keys=True).encode())
+        self._write(self._last_path(ident), json.dumps(parts, sort_keys=True).encode())
 
 
 def explain_difference(old: Mapping[str, object] | None, new: Mapping[str, object]) -> str:

@@ -622,7 +622,11 @@ class Runner:
         self.source = os.path.realpath(source)
         self.work_dir = work_dir
         self.plan = plan
-        self.cache = cachelib.Cache(opts.cache_dir, opts.cache_max_size) if opts.cache_dir else None
+        self.cache = (
+            cachelib.Cache(opts.cache_dir, opts.cache_max_size, warn=_say)
+            if opts.cache_dir
+            else None
+        )
         self.bytes_added = 0
         self._lock = threading.Lock()
         self._trace_warned = False
@@ -1871,6 +1875,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     driver_argv, compiler, args = split_command_line(argv)
     opts = parse_driver_args(driver_argv, compiler)
     inv = analyze(args)
+    started = time.time()
+    try:
+        return _run(opts, inv, args)
+    except KeyboardInterrupt:
+        # make deletes a target whose recipe was interrupted: so do we, for the object
+        # this run began to write, so that no half-written one is left behind.
+        if inv.output is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(inv.output).st_mtime >= started:
+                    os.unlink(inv.output)
+        _say("interrupted")
+        return 130
+
+
+def _run(opts: Options, inv: Invocation, args: Sequence[str]) -> int:
     if inv.reasons:
         return passthrough(opts, args, "; ".join(inv.reasons))
     try:

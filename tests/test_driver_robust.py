@@ -1,0 +1,100 @@
+"""nvcc-split when its cache cannot be written, and when interrupted (Ctrl-C)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import REPO
+from cuda_split import cache as cachelib
+
+ARGS = ["-ccbin", "/usr/bin/gcc", "-I.", "-gencode", "arch=compute_80,code=sm_80"]
+ARGS += ["-gencode", "arch=compute_90,code=sm_90", "-c", "examples/saxpy/saxpy.cu"]
+
+
+def test_a_cache_that_cannot_be_written_is_one_warning(tmp_path, monkeypatch) -> None:
+    def full(path: str, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    monkeypatch.setattr(cachelib, "_atomic_write", full)
+    said: list[str] = []
+    cache = cachelib.Cache(str(tmp_path / "c"), warn=said.append)
+    assert cache.store("ab" * 32, {"obj": b"x"}, {}) == 0
+    assert cache.store("cd" * 32, {"obj": b"y"}, {}) == 0
+    cache.record_parts("src\0cicc\0compute_90", {"a": 1})
+    assert cache.added(100) == []
+    assert said == [
+        f"warning: cache {tmp_path / 'c'} cannot be written (No space left on device): "
+        "compiling without storing"
+    ]
+    assert cache.lookup("ab" * 32) == (None, "absent")
+
+
+def test_a_cache_directory_that_cannot_be_made_is_one_warning(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    said: list[str] = []
+    cache = cachelib.Cache(str(blocker / "c"), warn=said.append)
+    assert cache.unwritable and len(said) == 1
+    assert cache.store("ab" * 32, {"obj": b"x"}, {}) == 0
+
+
+def _driver_code(out: str, cache: str) -> str:
+    """nvcc-split in a process whose every cache write fails with ENOSPC."""
+    return (
+        "import errno, sys\n"
+        "from cuda_split import cache, driver\n"
+        "def full(path, data):\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
+        "cache._atomic_write = full\n"
+        f"sys.exit(driver.main(['--nvcc', {str(REPO / '.sdk/nvidia/cu13/bin/nvcc')!r}, "
+        f"'--cache-dir', {cache!r}, '--', *{ARGS!r}, '-o', {out!r}]))\n"
+    )
+
+
+def test_a_full_disk_compiles_uncached_with_one_warning(sdk, tmp_path) -> None:
+    out = tmp_path / "x.o"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _driver_code(str(out), str(tmp_path / "cache"))],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0
+    warnings = [line for line in proc.stderr.splitlines() if "cannot be written" in line]
+    assert len(warnings) == 1 and "No space left on device" in warnings[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
+    out = tmp_path / "x.o"
+    trace = tmp_path / "trace.jsonl"
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--no-cache", "-j", "1", "--trace", str(trace), "--", *ARGS, "-o", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    # Interrupt once the first step has ended (the others are still to run), as a
+    # terminal's Ctrl-C does: SIGINT to the whole process group.
+    deadline = time.monotonic() + 120
+    while not (trace.exists() and trace.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the compile ended before the interrupt"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "nvcc-split: interrupted", err
+    assert "Traceback" not in err
+    assert not out.exists()
+    steps = [json.loads(line)["step"] for line in trace.read_text().splitlines()]
+    assert "host_compile" not in steps
