@@ -280,7 +280,7 @@ def test_cache_evicts_least_recently_used(tmp_path):
     keys = [cachelib.key_of({"n": i}) for i in range(6)]
     total = 0
     for i, key in enumerate(keys):
-        total += c.store(key, {"f": bytes(3000)}, {})
+        total += c.store(key, {"f": os.urandom(3000)}, {})  # incompressible
         os.utime(c.entry_path(key), (1000 + i, 1000 + i))
     c.lookup(keys[0])  # used now: the newest
     evicted = c.added(total)

@@ -98,3 +98,56 @@ def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
     assert not out.exists()
     steps = [json.loads(line)["step"] for line in trace.read_text().splitlines()]
     assert "host_compile" not in steps
+
+
+def test_entries_are_compressed_and_old_ones_still_read(tmp_path) -> None:
+    cache = cachelib.Cache(str(tmp_path / "c"))
+    text = b'# 1 "x.cu"\nint f() { return 1; }\n' * 20000  # a preprocessed text
+    assert cache.store("ab" * 32, {"ii": text}, {}) < len(text) / 10
+    entry, why = cache.lookup("ab" * 32)
+    assert why == "hit" and entry is not None and entry.files["ii"] == text
+    # An entry of the uncompressed format (before compression) is still a hit.
+    header = b'{"files": [["ii", 3]], "meta": {}}'
+    body = b"%d\n" % len(header) + header + b"abc"
+    old = cachelib.MAGIC_V1 + cachelib.hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    path = tmp_path / "c" / "entries" / "cd" / ("cd" * 32)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(old)
+    entry, why = cache.lookup("cd" * 32)
+    assert why == "hit" and entry is not None and entry.files == {"ii": b"abc"}
+
+
+def test_stats_show_entries_size_and_hit_rate(sdk, tmp_path) -> None:
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    base = [sys.executable, "-m", "cuda_split.driver"]
+    compile_argv = [*base, "--nvcc", str(sdk / "bin" / "nvcc"), "--cache-dir", str(cache)]
+    compile_argv += ["--", *ARGS, "-o", str(tmp_path / "x.o")]
+    for _ in range(2):  # all misses, then all hits
+        subprocess.run(compile_argv, cwd=REPO, env=env, check=True, capture_output=True)
+    proc = subprocess.run(
+        [*base, "--stats", "--cache-dir", str(cache)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    fields = {line[:17].strip(): line[17:] for line in proc.stdout.splitlines()}
+    assert fields["cache directory"] == str(cache), proc.stdout
+    entries = int(fields["entries"])
+    assert entries == len([p for p in (cache / "entries").rglob("*") if p.is_file()])
+    looked, _, counts = fields["steps looked up"].partition(": ")
+    hits, misses = (int(w) for w in counts.replace(",", "").split()[::2])
+    assert hits == misses == int(looked) // 2 > 0
+    assert fields["hit rate"] == "50.0 %"
+    missing = subprocess.run(
+        [*base, "--stats", "--cache-dir", str(tmp_path / "none")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr == f"nvcc-split: no cache at {tmp_path / 'none'} (--cache-dir)\n"

@@ -30,9 +30,15 @@ import os
 import shlex
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 
-MAGIC = b"CUDASPLIT1\n"
+# An entry: MAGIC, the sha256 of the rest, a newline, then the rest: zlib (level 1) of
+# the header's length, the header and the files. Preprocessed texts are most of a cache's
+# bytes and compress about tenfold. Entries of the uncompressed format (MAGIC_V1) are
+# still read.
+MAGIC = b"CUDASPLIT2\n"
+MAGIC_V1 = b"CUDASPLIT1\n"
 # Part of every key: bump it when the entry layout or key recipe changes.
 KEY_VERSION = "cuda-split-cache-2"
 DEFAULT_MAX_SIZE = 5 * 1000**3
@@ -128,16 +134,22 @@ def encode_entry(files: Mapping[str, bytes], meta: Mapping[str, object]) -> byte
         {"files": [[name, len(data)] for name, data in files.items()], "meta": dict(meta)},
         sort_keys=True,
     ).encode()
-    body = b"%d\n" % len(header) + header + b"".join(files.values())
+    body = zlib.compress(b"%d\n" % len(header) + header + b"".join(files.values()), 1)
     return MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
 def decode_entry(key: str, data: bytes) -> Entry:
-    if not data.startswith(MAGIC):
+    magic = next((m for m in (MAGIC, MAGIC_V1) if data.startswith(m)), None)
+    if magic is None:
         raise CorruptEntry("bad magic")
-    digest, sep, body = data[len(MAGIC) :].partition(b"\n")
+    digest, sep, body = data[len(magic) :].partition(b"\n")
     if not sep or hashlib.sha256(body).hexdigest().encode() != digest:
         raise CorruptEntry("content digest mismatch")
+    try:
+        if magic == MAGIC:
+            body = zlib.decompress(body)
+    except zlib.error as e:
+        raise CorruptEntry(f"bad compressed body: {e}") from e
     try:
         length, _, rest = body.partition(b"\n")
         header = json.loads(rest[: int(length)])
@@ -244,6 +256,8 @@ class Cache:
     def _entries(self) -> list[tuple[float, int, str]]:
         found = []
         top = os.path.join(self.root, "entries")
+        if not os.path.isdir(top):
+            return found
         for sub in os.scandir(top):
             if not sub.is_dir():
                 continue
@@ -282,6 +296,43 @@ class Cache:
                 evicted, total = self._evict()
             _atomic_write(size_file, b"%d\n" % total)
         return evicted
+
+    def count(self, hits: int, misses: int) -> None:
+        """Add a run's step hits and misses to the cache's counters (`stats`)."""
+        if self.unwritable or hits + misses == 0:
+            return
+        try:
+            with self._locked():
+                counts = self._counts()
+                counts["hits"] += hits
+                counts["misses"] += misses
+                _atomic_write(os.path.join(self.root, "stats"), json.dumps(counts).encode())
+        except OSError as e:
+            self._cannot_write(e)
+
+    def _counts(self) -> dict[str, int]:
+        try:
+            with open(os.path.join(self.root, "stats")) as f:
+                saved = json.load(f)
+            return {"hits": int(saved["hits"]), "misses": int(saved["misses"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {"hits": 0, "misses": 0}
+
+    def stats_text(self) -> str:
+        """What `nvcc-split --stats` prints: entries, size against the bound, hit rate."""
+        entries = self._entries()
+        size = sum(s for _, s, _ in entries)
+        counts = self._counts()
+        looked = counts["hits"] + counts["misses"]
+        rate = f"{100 * counts['hits'] / looked:.1f} %" if looked else "none looked up yet"
+        return (
+            f"cache directory  {self.root}\n"
+            f"entries          {len(entries)}\n"
+            f"size             {size / 1e6:.1f} MB of {self.max_size / 1e6:.0f} MB "
+            "(--cache-max-size)\n"
+            f"steps looked up  {looked}: {counts['hits']} hits, {counts['misses']} misses\n"
+            f"hit rate         {rate}\n"
+        )
 
     def _evict(self) -> tuple[list[str], int]:
         entries = sorted(self._entries())  # oldest mtime first

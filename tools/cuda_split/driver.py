@@ -1096,6 +1096,9 @@ class Runner:
         finally:
             if self.cache is not None:
                 self.cache.added(self.bytes_added)
+                looked = [n for n in nodes if n.cache in ("hit", "miss", "remote-hit")]
+                hits = sum(1 for n in looked if n.cache == "hit")
+                self.cache.count(hits, len(looked) - hits)
             if self.remote is not None:
                 self.remote.close()
         if failed:
@@ -1571,6 +1574,11 @@ def _driver_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
     p.add_argument("--no-cache", action="store_true", help="run every step")
     p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the cache's entries, size and hit rate (of the steps it looked up) and exit",
+    )
+    p.add_argument(
         "--remote",
         default="",
         metavar="grpc://HOST:PORT",
@@ -1655,9 +1663,12 @@ def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list
     return list(argv), None, []
 
 
-def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options:
+def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options | None:
+    """The driver's options; None for --stats (which needs no nvcc)."""
     p = _driver_parser()
     ns = p.parse_args(list(driver_argv))
+    if ns.stats:
+        return None
     nvcc = compiler or ns.nvcc or os.environ.get("CUDA_SPLIT_NVCC", "") or "nvcc"
     if "/" not in nvcc:
         found = shutil.which(nvcc)
@@ -1874,6 +1885,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     driver_argv, compiler, args = split_command_line(argv)
     opts = parse_driver_args(driver_argv, compiler)
+    if opts is None:  # --stats
+        return print_stats(driver_argv)
     inv = analyze(args)
     started = time.time()
     try:
@@ -1887,6 +1900,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     os.unlink(inv.output)
         _say("interrupted")
         return 130
+
+
+def print_stats(driver_argv: Sequence[str]) -> int:
+    ns = _driver_parser().parse_args(list(driver_argv))
+    try:
+        max_size = cachelib.parse_size(ns.cache_max_size)
+    except ValueError as e:
+        _say(str(e))
+        return 2
+    root = ns.cache_dir or cachelib.default_dir()
+    if not os.path.isdir(root):
+        _say(f"no cache at {root} (--cache-dir)")
+        return 1
+    sys.stdout.write(cachelib.Cache(root, max_size, warn=_say).stats_text())
+    return 0
 
 
 def _run(opts: Options, inv: Invocation, args: Sequence[str]) -> int:
