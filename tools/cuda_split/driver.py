@@ -48,6 +48,7 @@ from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
+from cuda_split.hermetic import HermeticStep
 from cuda_split.step import StepCommand
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS
 _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 
 # Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
-# cache keeps them with the path in the step's root (StepSpec), a hit puts the real one.
+# cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
 # Steps that --remote-exec runs on the backend's workers: their inputs are files of the
@@ -95,7 +96,7 @@ REMOTE_EXEC_KINDS = (planlib.CICC, planlib.PTXAS)
 # (nvcc -G) writes its command line into the cubin. (fatbinary: to be safe.)
 _NAME_RECORDING = {planlib.PTXAS: ("-g", "--device-debug"), planlib.FATBINARY: ("-g",)}
 
-# File name suffixes of roles whose name is not nvcc's suffix (StepSpec's names).
+# File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
 _ROLE_SUFFIXES = {"stub": "cudafe1.stub.c"}
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
@@ -594,26 +595,6 @@ class Options:
     trace: str = ""  # a file that gets a JSON line per step run ("" for none)
 
 
-@dataclasses.dataclass
-class StepSpec:
-    """A step as a hermetic command: its command line with relative paths into an input
-    root that holds its plan inputs under role-derived names (`in/compute_90.ptx`), the
-    SDK files it runs and reads (`sdk/bin/ptxas`), and its outputs (`out/sm_90.cubin`).
-
-    Nothing in it depends on the build directory, where the SDK lives, or the other archs
-    of the build (nvcc names its files `x.ptx` with one virtual arch, `x.compute_90.ptx`
-    with several). The local cache keys a step by it; `--remote` makes a REAPI Action of it.
-    """
-
-    arguments: list[str]
-    env: dict[str, str]
-    inputs: dict[str, str]  # path in the root -> local path (files of the plan)
-    tools: dict[str, str]  # path in the root -> local path (SDK files)
-    outputs: dict[str, str]  # role -> path in the root
-    cwd: str  # the working directory where the outputs name it, else ""
-    no_remote_exec: str  # why the step cannot run on a remote worker ("" if it can)
-
-
 class Runner:
     """Runs the nodes of one compilation, with the cache."""
 
@@ -642,7 +623,7 @@ class Runner:
         self.scratch_dir = os.path.join(work_dir, "scratch")
         here = env.get("_HERE_", os.path.dirname(opts.nvcc))
         self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
-        self._specs: dict[int, StepSpec] = {}
+        self._specs: dict[int, HermeticStep] = {}
         self.remote = self._connect() if opts.remote else None
 
     def trace_step(self, node: Node, start: float, end: float) -> None:
@@ -708,8 +689,8 @@ class Runner:
         rel = os.path.relpath(os.path.realpath(path), self.sdk_top)
         return None if rel.startswith(os.pardir) else f"sdk/{rel}"
 
-    def spec(self, node: Node) -> StepSpec:
-        """The step's hermetic form (see StepSpec)."""
+    def spec(self, node: Node) -> HermeticStep:
+        """The step's hermetic form (see HermeticStep)."""
         found = self._specs.get(node.index)
         if found is not None:
             return found
@@ -762,7 +743,7 @@ class Runner:
             why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
         elif cwd:
             why = "its output names the working directory (-G/-lineinfo)"
-        found = StepSpec(
+        found = HermeticStep(
             arguments=[tool or os.path.basename(argv[0]), *rest],
             env=env,
             inputs=inputs,
@@ -933,7 +914,7 @@ class Runner:
             self._store(node)
             self.cache.record_parts(ident, parts)
 
-    def _take(self, node: Node, spec: StepSpec, outcome: remotelib.Outcome) -> None:
+    def _take(self, node: Node, spec: HermeticStep, outcome: remotelib.Outcome) -> None:
         """Write what the remote produced for the step where the step would have."""
         by_rel = {rel: role for role, rel in spec.outputs.items()}
         for rel, data in outcome.outputs.items():
@@ -943,7 +924,7 @@ class Runner:
         node.stdout, node.stderr = outcome.stdout, outcome.stderr
         node.rc = 0
 
-    def _outcome(self, node: Node, spec: StepSpec) -> remotelib.Outcome:
+    def _outcome(self, node: Node, spec: HermeticStep) -> remotelib.Outcome:
         """A locally run step's result, as the remote keeps it."""
         from cuda_split.remote import Outcome
 

@@ -1,7 +1,7 @@
 """nvcc-split's steps as REAPI actions: a remote cache and executor (`--remote`).
 
 A cacheable step becomes an Action whose Command is the step's hermetic form
-(`driver.StepSpec`): its command line with relative paths, the input root holding its
+(`hermetic.HermeticStep`): its command line with relative paths, the input root holding its
 plan inputs under role-derived names (`in/compute_90.ptx`) and the SDK files it runs and
 reads (`sdk/bin/ptxas`; `sdk/nvvm/bin/cicc` and libdevice), its outputs under
 role-derived names (`out/sm_90.cubin`). So the Action does not depend on the build
@@ -23,15 +23,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
 from cuda_split import cache as cachelib
 from cuda_split import reapi
-
-if TYPE_CHECKING:
-    from cuda_split.driver import StepSpec
+from cuda_split.hermetic import HermeticStep
 
 # After a failure of the server (unreachable, an error), how long the compilations that
 # share the local cache go without it.
@@ -141,7 +139,7 @@ class Remote:
 
     # -- the action ---------------------------------------------------------------------
 
-    def prepare(self, spec: StepSpec) -> Prepared:
+    def prepare(self, spec: HermeticStep) -> Prepared:
         """The Action of a step. Reads and hashes its input files (tools: remembered)."""
         files: dict[str, tuple[Any, bool]] = {}
         sources: dict[tuple[str, int], str] = {}
@@ -179,7 +177,7 @@ class Remote:
 
     # -- cache ----------------------------------------------------------------------
 
-    def lookup(self, p: Prepared, spec: StepSpec) -> tuple[Outcome | None, str]:
+    def lookup(self, p: Prepared, spec: HermeticStep) -> tuple[Outcome | None, str]:
         """The action cache's result for the step, its blobs checked; else (None, why)."""
         if not self.usable:
             return None, f"remote unavailable ({self.failed})"
@@ -199,7 +197,7 @@ class Remote:
         except (grpc.RpcError, reapi.RemoteError) as e:
             return None, self._fail(e)
 
-    def _download(self, result: Any, spec: StepSpec) -> Outcome:
+    def _download(self, result: Any, spec: HermeticStep) -> Outcome:
         by_path = {f.path: f for f in result.output_files}
         wanted = sorted(spec.outputs.values())
         missing = [p for p in wanted if p not in by_path]
@@ -288,7 +286,7 @@ class Remote:
                 return f" ({lines[0].strip()[:200]})"
         return ""
 
-    def execute(self, p: Prepared, spec: StepSpec) -> tuple[Outcome | None, str]:
+    def execute(self, p: Prepared, spec: HermeticStep) -> tuple[Outcome | None, str]:
         """Run the step on the backend's workers: (its outcome, "") or (None, why not)."""
         if not self.usable:
             return None, f"remote unavailable ({self.failed})"
