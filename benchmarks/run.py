@@ -11,7 +11,7 @@ configuration compiles the same files with the same flags; only the compiler cha
 
   nvcc        plain nvcc, one process per file
   nvcc-t      nvcc -t <number of archs>
-  split       nvcc-split (tools/cuda_split/driver.py), an empty cache
+  split       nvcc-split (tools/cuda_split/driver/), an empty cache
   mono-cache  nvcc behind a whole-command cache, keyed like ccache's preprocessor mode
   bazel-mono  Bazel, --//cuda:compile_mode=mono (one nvcc action per source)
   bazel-split Bazel, --//cuda:compile_mode=split

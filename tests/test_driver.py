@@ -1,4 +1,4 @@
-"""nvcc-split (tools/cuda_split/driver.py): what it reads of nvcc's command line, its
+"""nvcc-split (tools/cuda_split/driver/): what it reads of nvcc's command line, its
 cache, and its outputs against plain nvcc's.
 
 The reference is nvcc itself with `--keep --keep-dir K`: its kept files have stable names
@@ -83,45 +83,6 @@ def test_read_options_values_and_inputs():
         ("MT", "t.o"),
         ("MF", "t.d"),
     ]
-
-
-@pytest.mark.parametrize(
-    "args, expected",
-    [
-        (["-arch=sm_90"], [("compute_90", ["sm_90", "compute_90"])]),
-        (["-arch", "sm_90"], [("compute_90", ["sm_90", "compute_90"])]),
-        (["--gpu-architecture=compute_80"], [("compute_80", ["compute_80"])]),
-        (["-arch=compute_80", "-code=sm_80,sm_86"], [("compute_80", ["sm_80", "sm_86"])]),
-        (["-arch", "sm_90a", "-code", "sm_90a"], [("compute_90a", ["sm_90a"])]),
-        (
-            [
-                "-gencode",
-                "arch=compute_80,code=sm_80",
-                "-gencode=arch=compute_90,code=[sm_90,compute_90]",
-                '--generate-code=arch=compute_100,code="sm_100,compute_100"',
-                "-gencode",
-                'arch=compute_75,code=\\"sm_75\\"',
-            ],
-            [
-                ("compute_80", ["sm_80"]),
-                ("compute_90", ["sm_90", "compute_90"]),
-                ("compute_100", ["sm_100", "compute_100"]),
-                ("compute_75", ["sm_75"]),
-            ],
-        ),
-        ([], []),
-    ],
-)
-def test_parse_arch_flags(args, expected):
-    assert driver.parse_arch_flags(driver.read_options(args)) == expected
-
-
-@pytest.mark.parametrize(
-    "args", [["-arch=native"], ["-arch=all-major"], ["-gencode", "arch=sm_90"], ["-code=sm_90"]]
-)
-def test_parse_arch_flags_unreadable(args):
-    with pytest.raises(driver.ArchParseError):
-        driver.parse_arch_flags(driver.read_options(args))
 
 
 @pytest.mark.parametrize(

@@ -299,7 +299,7 @@ def test_broken_jobserver_goes_on_with_j():
 def test_verbose_warns_once_and_compiles(monkeypatch, capsys):
     monkeypatch.setenv("MAKEFLAGS", "-j4 --jobserver-auth=98,99")
     opts = driver.parse_driver_args(["--verbose", "--nvcc", "/bin/true"], None)
-    js = jobserverlib.from_environ(warn=driver._jobserver_warning(opts))
+    js = jobserverlib.from_environ(warn=driver.cli._jobserver_warning(opts))
     assert js is None
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and f"-j {os.cpu_count()}" in err

@@ -1,6 +1,7 @@
 """The package's shape: no module of tools/cuda_split imports one that imports it back
 (counting imports under TYPE_CHECKING and inside functions: a cycle there is a cycle in
-the design, whatever Python tolerates at run time)."""
+the design, whatever Python tolerates at run time); no module over 600 lines beyond a
+list that may only shrink; the driver a package of modules by concern."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from conftest import REPO
 PACKAGE = REPO / "tools" / "cuda_split"
 
 
-def imports_of(path: pathlib.Path) -> set[str]:
+def module_name(path: pathlib.Path) -> str:
+    """`driver.runner` for tools/cuda_split/driver/runner.py, `driver` for its __init__."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: pathlib.Path, modules: set[str]) -> set[str]:
     """The cuda_split modules `path` imports, anywhere in it."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -20,17 +29,23 @@ def imports_of(path: pathlib.Path) -> set[str]:
             if node.module == "cuda_split":
                 found |= {alias.name for alias in node.names}
             elif node.module.startswith("cuda_split."):
-                found.add(node.module.split(".")[1])
+                found.add(node.module.removeprefix("cuda_split."))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("cuda_split."):
-                    found.add(alias.name.split(".")[1])
-    return found
+                    found.add(alias.name.removeprefix("cuda_split."))
+    return found & modules
 
 
 def graph() -> dict[str, set[str]]:
-    modules = {p.stem: p for p in PACKAGE.glob("*.py")}
-    return {name: imports_of(path) & set(modules) - {name} for name, path in modules.items()}
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py") if p.name != "__main__.py"}
+    modules = set(paths)
+    edges = {name: imports_of(path, modules) - {name} for name, path in paths.items()}
+    # A package's __init__ re-exporting its modules is not a cycle with them.
+    return {
+        name: {m for m in targets if not name.startswith(m + ".")}
+        for name, targets in edges.items()
+    }
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -56,9 +71,30 @@ def test_cycles_are_found_in_a_known_graph() -> None:
 
 def test_the_driver_imports_remote_not_the_reverse() -> None:
     edges = graph()
-    assert "remote" in edges["driver"] and "hermetic" in edges["remote"]
-    assert "driver" not in edges["remote"]
+    assert "remote" in edges["driver.runner"] and "hermetic" in edges["remote"]
+    assert not {m for m in edges["remote"] if m.split(".")[0] == "driver"}
 
 
 def test_no_import_cycle_in_the_package() -> None:
     assert cycles(graph()) == []
+
+
+# Modules still over the bound (issue 13): this list may only shrink.
+OVER_600 = {"explain.py", "reapi.py", "step.py"}
+
+
+def test_no_module_over_600_lines_beyond_the_known_ones() -> None:
+    over = {
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if len(p.read_text().splitlines()) > 600
+    }
+    assert over <= OVER_600, f"new modules over 600 lines: {sorted(over - OVER_600)}"
+    assert over == OVER_600, f"no longer over 600 lines, drop from OVER_600: {OVER_600 - over}"
+
+
+def test_the_driver_is_a_package_of_modules_by_concern() -> None:
+    names = {module_name(p) for p in (PACKAGE / "driver").glob("*.py")}
+    assert {"driver.options", "driver.invocation", "driver.dag", "driver.executor"} <= names
+    assert {"driver.runner", "driver.reports", "driver.cli"} <= names
+    assert not (PACKAGE / "driver.py").exists()

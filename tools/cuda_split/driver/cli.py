@@ -1,0 +1,232 @@
+"""The driver's entry: split a one-source compile, or run nvcc unchanged."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+from cuda_split import cache as cachelib
+from cuda_split import jobserver as jobserverlib
+from cuda_split import plan as planlib
+from cuda_split.driver.common import Unsplittable, say
+from cuda_split.driver.dag import build_dag
+from cuda_split.driver.executor import load_limit, open_pool
+from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dependency_text
+from cuda_split.driver.options import Options, _driver_parser, parse_driver_args, split_command_line
+from cuda_split.driver.reports import graph_text, table_rows, write_table
+from cuda_split.driver.runner import Runner
+
+
+def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
+    """Run the real nvcc with the arguments as given."""
+    if opts.verbose:
+        say(f"passing to nvcc unchanged: {why}")
+    argv = [opts.nvcc, *args]
+    if not (opts.table or opts.graph):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(opts.nvcc, argv)
+    start = time.monotonic()
+    rc = subprocess.run(argv, check=False).returncode
+    row = {
+        "source": " ".join(a for a in args if a.endswith(CUDA_SUFFIXES)),
+        "step": "0",
+        "kind": "nvcc",
+        "arch": "",
+        "seconds": f"{time.monotonic() - start:.3f}",
+        "cache": "passthrough",
+        "key": "",
+    }
+    if opts.table:
+        write_table(opts.table, [row], opts.table_append)
+    if opts.graph:
+        with open(opts.graph, "w", encoding="utf-8") as f:
+            f.write('digraph nvcc {\n  s0 [label="nvcc (not split)"];\n}\n')
+    return rc
+
+
+def dryrun(opts: Options, args: Sequence[str]) -> tuple[planlib.Plan, list[str]]:
+    """nvcc's plan for the command, and the lines it prints besides the plan (warnings)."""
+    argv = [opts.nvcc, "--dryrun", "--keep", "--keep-dir", planlib.KEEP_DIR, *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise Unsplittable(f"nvcc --dryrun failed (exit {proc.returncode})")
+    text = proc.stdout + proc.stderr
+    try:
+        plan = planlib.parse_plan(text)
+    except (planlib.PlanError, ValueError) as e:
+        raise Unsplittable(f"nvcc's plan is not understood: {e}") from e
+    others = [line for line in text.splitlines() if line and not line.startswith("#$")]
+    return plan, others
+
+
+def _work_dir(output: str) -> tuple[str, int]:
+    """The directory for a compilation's intermediate files, and a lock on it.
+
+    Its name depends only on the working directory and the output, so that what names it
+    (the host object's debug info under -g) is the same from one build to the next. Two
+    compilations of the same output wait for each other.
+    """
+    ident = f"{os.getcwd()}\0{os.path.abspath(output)}\0{os.getuid()}"
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"nvcc-split-{digest}")
+    while True:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        mine = os.fstat(fd)
+        if st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)  # the holder removed it meanwhile: take the new one
+    for name in os.listdir(path):  # what a killed compilation left
+        victim = os.path.join(path, name)
+        if os.path.isdir(victim) and not os.path.islink(victim):
+            shutil.rmtree(victim, ignore_errors=True)
+        else:
+            os.unlink(victim)
+    return path, fd
+
+
+def compile_split(opts: Options, inv: Invocation) -> int:
+    """Run nvcc's plan for a one-source compile as a DAG. Raises Unsplittable."""
+    # Before anything opens a file: a jobserver descriptor make closed (a recipe not
+    # marked recursive) may otherwise be one of ours by then.
+    jobserver = jobserverlib.from_environ(warn=_jobserver_warning(opts))
+    try:
+        return _compile_split(opts, inv, jobserver)
+    finally:
+        if jobserver is not None:
+            jobserver.close()
+
+
+def _jobserver_warning(opts: Options) -> Callable[[str], None] | None:
+    if not opts.verbose:
+        return None
+    return lambda why: say(f"warning: {why}; running steps with -j {opts.jobs}")
+
+
+def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobserver | None) -> int:
+    plan, messages = dryrun(opts, inv.args)
+    host = plan.find(planlib.HOST_COMPILE)
+    out = planlib.flag_value(host.argv, "-o")
+    if inv.output is not None and out != inv.output:
+        raise Unsplittable(f"nvcc's plan writes {out}, not -o {inv.output}")
+    src = inv.inputs[0]
+    if src not in plan.find(planlib.HOST_PREPROCESS).argv:
+        raise Unsplittable(f"nvcc's plan does not preprocess {src} as given")
+    if plan.dep_file == "-" or (plan.dep_file is not None) != inv.dep_md:
+        raise Unsplittable("the dependency file is not one the driver writes")
+    here = plan.env_dict().get("_HERE_", os.path.dirname(opts.nvcc))
+    work_dir, lock = _work_dir(out or src)
+    try:
+        # StepCommand moves SDK paths from _HERE_ to the nvcc it is given: give it
+        # nvcc's own directory, so the commands stay exactly nvcc's.
+        nodes, files = build_dag(plan, work_dir, os.path.join(here, "nvcc"))
+        for line in messages:
+            print(line, file=sys.stderr)
+        if opts.verbose and jobserver is not None:
+            bound = f", at most {opts.jobs} (-j)" if opts.jobs_given else ""
+            say(
+                f"splitting {src} into {len(nodes)} steps on make's jobserver "
+                f"({jobserver.auth}: one step, plus one per token{bound})"
+            )
+        pool = open_pool(opts, jobserver)
+        if opts.verbose and pool is not None:
+            say(
+                f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers, "
+                f"each with a slot of {pool.directory} ({pool.slots} slots)"
+            )
+        elif opts.verbose and jobserver is None:
+            limit = load_limit(opts, jobserver)
+            held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
+            say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}")
+        runner = Runner(opts, src, work_dir, plan)
+        try:
+            rc = runner.run_all(nodes, jobserver, pool)
+        finally:
+            if pool is not None:
+                pool.close()
+        if rc == 0 and plan.dep_file:
+            pre = [n for n in nodes if n.step.kind == planlib.DEVICE_PREPROCESS]
+            pre += [n for n in nodes if n.step.kind == planlib.HOST_PREPROCESS]
+            ii = [p for n in pre for p in n.outputs.values()]
+            text = dependency_text(
+                inv.dep_target if inv.dep_target is not None else out or "",
+                ii,
+                system=inv.dep_system,
+                phony=inv.dep_phony,
+            )
+            with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.write(text)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        os.close(lock)
+    if opts.explain:
+        for n in nodes:
+            if n.cache != "off":
+                say(f"explain {os.path.basename(src)} {n.label}: {n.explain}")
+    if opts.table:
+        write_table(opts.table, table_rows(src, nodes), opts.table_append)
+    if opts.graph:
+        cachelib._atomic_write(os.path.abspath(opts.graph), graph_text(src, nodes).encode())
+    return rc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    driver_argv, compiler, args = split_command_line(argv)
+    opts = parse_driver_args(driver_argv, compiler)
+    if opts is None:  # --stats
+        return print_stats(driver_argv)
+    inv = analyze(args)
+    started = time.time()
+    try:
+        return _run(opts, inv, args)
+    except KeyboardInterrupt:
+        # make deletes a target whose recipe was interrupted: so do we, for the object
+        # this run began to write, so that no half-written one is left behind.
+        if inv.output is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(inv.output).st_mtime >= started:
+                    os.unlink(inv.output)
+        say("interrupted")
+        return 130
+
+
+def print_stats(driver_argv: Sequence[str]) -> int:
+    ns = _driver_parser().parse_args(list(driver_argv))
+    try:
+        max_size = cachelib.parse_size(ns.cache_max_size)
+    except ValueError as e:
+        say(str(e))
+        return 2
+    root = ns.cache_dir or cachelib.default_dir()
+    if not os.path.isdir(root):
+        say(f"no cache at {root} (--cache-dir)")
+        return 1
+    sys.stdout.write(cachelib.Cache(root, max_size, warn=say).stats_text())
+    return 0
+
+
+def _run(opts: Options, inv: Invocation, args: Sequence[str]) -> int:
+    if inv.reasons:
+        return passthrough(opts, args, "; ".join(inv.reasons))
+    try:
+        return compile_split(opts, inv)
+    except (Unsplittable, planlib.PlanError) as e:
+        return passthrough(opts, args, str(e))
+    except Exception as e:  # a bug of the driver must not break the build: nvcc redoes it
+        say(f"internal error, running nvcc instead: {type(e).__name__}: {e}")
+        return passthrough(opts, args, "internal error")

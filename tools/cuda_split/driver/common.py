@@ -1,0 +1,58 @@
+"""What every part of the driver shares: its name, how it speaks, a DAG node."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from cuda_split import plan as planlib
+from cuda_split.step import StepCommand
+
+PROG = "nvcc-split"
+
+
+# ---------------------------------------------------------------------------------------
+# The plan as a DAG
+
+
+@dataclasses.dataclass
+class Node:
+    """One step of the plan, ready to run in the driver's work directory."""
+
+    index: int
+    step: planlib.Step
+    cmd: StepCommand
+    inputs: dict[str, str]  # role -> path read
+    outputs: dict[str, str]  # role -> path written
+    deps: set[int] = dataclasses.field(default_factory=set)
+    # Filled in by the run.
+    seconds: float = 0.0
+    cache: str = "off"  # hit, miss, off
+    key: str = ""
+    explain: str = ""
+    rc: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+
+    @property
+    def label(self) -> str:
+        return f"{self.step.kind}[{self.step.arch}]" if self.step.arch else self.step.kind
+
+
+class Unsplittable(Exception):
+    """The plan is not one the driver runs itself: nvcc runs the command instead."""
+
+
+def replay(node: Node) -> None:
+    if node.stdout:
+        sys.stdout.buffer.write(node.stdout)
+        sys.stdout.flush()
+    if node.stderr:
+        sys.stderr.buffer.write(node.stderr)
+        sys.stderr.flush()
+
+
+def say(text: str) -> None:
+    # One write per line: workers may speak at once.
+    sys.stderr.write(f"{PROG}: {text}\n")
+    sys.stderr.flush()

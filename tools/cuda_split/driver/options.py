@@ -1,0 +1,252 @@
+"""The driver's own command line."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+from collections.abc import Sequence
+
+from cuda_split import cache as cachelib
+from cuda_split import slots as slotslib
+from cuda_split.driver.common import PROG
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+@dataclasses.dataclass
+class Options:
+    """The driver's own options (see parse_driver_args)."""
+
+    nvcc: str
+    jobs: int  # steps at once without a jobserver
+    cache_dir: str | None  # None: no cache
+    cache_max_size: int
+    explain: bool
+    verbose: bool
+    graph: str
+    table: str
+    table_append: bool
+    remote: str = ""  # REAPI endpoint, "" for none
+    remote_instance: str = ""
+    remote_exec: bool = False
+    remote_upload: bool = True
+    remote_properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    jobs_given: bool = False  # -j was given: it bounds the steps under a jobserver too
+    # Runnable tasks under which a step beyond the first starts: None = the cores
+    # without a jobserver (none under one), 0 = no limit.
+    load_average: float | None = None
+    # The slot pool shared with the build's other nvcc-split processes: its directory,
+    # "" for the default one, None for none (see slots.py).
+    slot_pool: str | None = ""
+    trace: str = ""  # a file that gets a JSON line per step run ("" for none)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line
+
+
+def _driver_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"{PROG} [options] -- <nvcc args>  |  {PROG} [options] NVCC <nvcc args>",
+        description="Run nvcc's own plan as a parallel DAG of per-arch steps, with a cache.",
+    )
+    p.add_argument(
+        "--nvcc",
+        default="",
+        help="the real nvcc (default: $CUDA_SPLIT_NVCC, "
+        "else nvcc on PATH); the launcher form names it as the first argument",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="steps run at once (default: the number of cores); under make's "
+        "jobserver (MAKEFLAGS), the jobserver's tokens decide, and -j, if "
+        "given, is an upper bound",
+    )
+    p.add_argument(
+        "--load-average",
+        type=float,
+        default=None,
+        metavar="N",
+        help="start a step beside the compilation's running ones only while "
+        "fewer than N tasks are runnable on the machine (as make -l N, but "
+        "from the current count, not a one-minute average), so that a build "
+        "of many compilations at once does not oversubscribe the cores "
+        "(default: the cores; none under make's jobserver; 0: no limit)",
+    )
+    p.add_argument(
+        "--slot-pool",
+        default="",
+        metavar="DIR",
+        help="the directory of the slot pool that the nvcc-split processes of a build "
+        "share when there is no jobserver and no --load-average: one slot per core, a "
+        "free slot to the step with the longest remaining chain in any of them (default: "
+        f"{slotslib.default_dir()})",
+    )
+    p.add_argument(
+        "--no-slot-pool",
+        action="store_true",
+        help="no shared slot pool: beyond its first step, a compilation starts more only "
+        "while the load leaves room (--load-average's default)",
+    )
+    p.add_argument(
+        "--trace",
+        default="",
+        metavar="FILE",
+        help="append a JSON line per step run to FILE (pid, source, step, arch, cache, "
+        "start and end in seconds since the epoch): one file for a whole build's processes",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default="",
+        help="the local cache (default: $CUDA_SPLIT_CACHE_DIR, else $XDG_CACHE_HOME/cuda-split)",
+    )
+    p.add_argument("--cache-max-size", default="5G", help="bound of the cache (default 5G)")
+    p.add_argument("--no-cache", action="store_true", help="run every step")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the cache's entries, size and hit rate (of the steps it looked up) and exit",
+    )
+    p.add_argument(
+        "--remote",
+        default="",
+        metavar="grpc://HOST:PORT",
+        help="a REAPI server: its action cache is used after the local cache, "
+        "and results of steps run here are uploaded to it",
+    )
+    p.add_argument(
+        "--remote-instance",
+        default="",
+        metavar="NAME",
+        help='the REAPI instance name (default: "")',
+    )
+    p.add_argument(
+        "--remote-exec",
+        action="store_true",
+        help="run cicc and ptxas steps that miss both caches on the server's "
+        "workers (their tool and SDK files are uploaded)",
+    )
+    p.add_argument(
+        "--remote-upload",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="upload the results of steps run locally (default: yes)",
+    )
+    p.add_argument(
+        "--remote-exec-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a platform property of the remote actions "
+        "(part of their key), e.g. OSFamily=linux; repeatable",
+    )
+    p.add_argument("--graph", default="", metavar="FILE.dot", help="write the step DAG")
+    p.add_argument(
+        "--table",
+        default="",
+        metavar="FILE.csv",
+        help="write a row per step: kind, arch, seconds, cache hit",
+    )
+    p.add_argument(
+        "--table-append",
+        action="store_true",
+        help="append to --table (one table for a whole build)",
+    )
+    p.add_argument("--explain", action="store_true", help="say why each cached step hit or missed")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="say what is split, what is passed to nvcc and why, each command",
+    )
+    return p
+
+
+# Driver options that take a value (to find where the driver's arguments end).
+_DRIVER_VALUE_OPTIONS = {
+    "--nvcc",
+    "-j",
+    "--jobs",
+    "--load-average",
+    "--slot-pool",
+    "--trace",
+    "--cache-dir",
+    "--cache-max-size",
+    "--remote",
+    "--remote-instance",
+    "--remote-exec-property",
+    "--graph",
+    "--table",
+}
+
+
+def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
+    """(driver args, compiler named by the launcher form or None, nvcc args)."""
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return list(argv[:i]), None, list(argv[i + 1 :])
+        if not tok.startswith("-"):
+            return list(argv[:i]), tok, list(argv[i + 1 :])
+        i += 2 if tok in _DRIVER_VALUE_OPTIONS else 1
+    return list(argv), None, []
+
+
+def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options | None:
+    """The driver's options; None for --stats (which needs no nvcc)."""
+    p = _driver_parser()
+    ns = p.parse_args(list(driver_argv))
+    if ns.stats:
+        return None
+    nvcc = compiler or ns.nvcc or os.environ.get("CUDA_SPLIT_NVCC", "") or "nvcc"
+    if "/" not in nvcc:
+        found = shutil.which(nvcc)
+        if not found:
+            p.error(f"no '{nvcc}' on PATH: name the real nvcc with --nvcc or $CUDA_SPLIT_NVCC")
+        nvcc = found
+    try:
+        max_size = cachelib.parse_size(ns.cache_max_size)
+    except ValueError as e:
+        p.error(str(e))
+    if ns.remote and not re.fullmatch(r"(grpcs?://)?[^/\s]+/?", ns.remote):
+        p.error(f"--remote {ns.remote}: expected grpc://HOST:PORT (or grpcs://HOST:PORT)")
+    if ns.remote_exec and not ns.remote:
+        p.error("--remote-exec needs --remote")
+    if ns.load_average is not None and not ns.load_average >= 0:
+        p.error(
+            f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 (0: no limit)"
+        )
+    properties = []
+    for prop in ns.remote_exec_property:
+        name, sep, value = prop.partition("=")
+        if not sep or not name:
+            p.error(f"--remote-exec-property wants KEY=VALUE, got '{prop}'")
+        properties.append((name, value))
+    return Options(
+        nvcc=nvcc,
+        jobs=max(1, ns.jobs if ns.jobs is not None else os.cpu_count() or 1),
+        jobs_given=ns.jobs is not None,
+        load_average=ns.load_average,
+        slot_pool=None if ns.no_slot_pool else ns.slot_pool,
+        trace=os.path.abspath(ns.trace) if ns.trace else "",
+        cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
+        cache_max_size=max_size,
+        explain=ns.explain,
+        verbose=ns.verbose,
+        graph=ns.graph,
+        table=ns.table,
+        table_append=ns.table_append,
+        remote=ns.remote,
+        remote_instance=ns.remote_instance,
+        remote_exec=ns.remote_exec,
+        remote_upload=ns.remote_upload,
+        remote_properties=properties,
+    )

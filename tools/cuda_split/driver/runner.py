@@ -1,0 +1,568 @@
+"""Running one step: the local cache, the remote one, or the command itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from cuda_split import archlist
+from cuda_split import cache as cachelib
+from cuda_split import jobserver as jobserverlib
+from cuda_split import plan as planlib
+from cuda_split import slots as slotslib
+from cuda_split.driver.common import PROG, Node, replay, say
+from cuda_split.driver.dag import _role_file_name
+from cuda_split.driver.executor import load_limit, run_dag
+from cuda_split.driver.options import Options
+from cuda_split.driver.preprocess import (
+    _COMPILER_ENV,
+    _CWD_DEP,
+    _MANIFEST_FORMAT,
+    _TIME_MACROS,
+    _depends_note,
+    _line_marker,
+    _manifest_variants,
+    _preprocess_key,
+    _quoted,
+    _records_names,
+    preprocess_depends_on_cwd,
+)
+from cuda_split.hermetic import HermeticStep
+
+if TYPE_CHECKING:
+    from cuda_split import remote as remotelib
+
+
+# Step kinds whose outputs are cached by a key of their argv and their input files'
+# digests: they read files of the plan alone.
+CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
+# Preprocessors read the source and headers that only their output names: they are
+# cached like ccache's direct mode. A manifest, keyed by the argv, lists the files the
+# last output named, with their digests; the output's key adds those digests. (Like
+# ccache, a header newly created earlier on the include path goes unseen.) The argv of
+# the manifest's key leaves out the value of `-D__CUDA_ARCH_LIST__` (all the build's
+# archs): each header set notes whether the output depends on it (archlist.users), and
+# only then does the output's key hold it. So an sm_90 build takes the compute_90
+# preprocess of a 5-arch one, except for code that names the macro (CCCL). The host
+# compile reads SDK headers no output lists: it always runs.
+PREPROCESS_KINDS = (planlib.DEVICE_PREPROCESS, planlib.HOST_PREPROCESS)
+# Header sets a preprocess manifest remembers.
+MANIFEST_VARIANTS = 8
+
+# Environment lines of nvcc's plan that are not paths and may change a step's output.
+_KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS_FLAGS")
+
+# cicc flags with which its PTX names source files relative to its working directory.
+_CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
+
+# Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
+# cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
+_RELOCATED_ROLE_PREFIXES = ("stub:",)
+
+# Steps that --remote-exec runs on the backend's workers: their inputs are files of the
+# plan, and the SDK files they read are known (the tool; cicc's libdevice). The others
+# run locally (with the remote cache).
+REMOTE_EXEC_KINDS = (planlib.CICC, planlib.PTXAS)
+
+
+class Runner:
+    """Runs the nodes of one compilation, with the cache."""
+
+    def __init__(self, opts: Options, source: str, work_dir: str, plan: planlib.Plan):
+        self.opts = opts
+        self.source = os.path.realpath(source)
+        self.work_dir = work_dir
+        self.plan = plan
+        self.cache = (
+            cachelib.Cache(opts.cache_dir, opts.cache_max_size, warn=say)
+            if opts.cache_dir
+            else None
+        )
+        self.bytes_added = 0
+        self._lock = threading.Lock()
+        self._trace_warned = False
+        env = plan.env_dict()
+        self.key_env = {k: env[k] for k in _KEY_ENV if k in env}
+        self.libdevice = ""
+        if env.get("NVVMIR_LIBRARY_DIR"):
+            self.libdevice = env["NVVMIR_LIBRARY_DIR"]
+        # (path, mtime_ns, size) -> (sha256, uses a time macro), for headers.
+        self._digests: dict[tuple[str, int, int], tuple[str, bool]] = {}
+        self._compilers: dict[str, str] = {}
+        self._tools: dict[str, str] = {}  # realpath -> sha256, without a cache
+        self.scratch_dir = os.path.join(work_dir, "scratch")
+        here = env.get("_HERE_", os.path.dirname(opts.nvcc))
+        self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
+        self._specs: dict[int, HermeticStep] = {}
+        self.remote = self._connect() if opts.remote else None
+
+    def trace_step(self, node: Node, start: float, end: float) -> None:
+        """Append the step's JSON line to --trace (one write, O_APPEND: the lines of the
+        build's processes do not mix). A trace that cannot be written is a warning."""
+        record = {
+            "pid": os.getpid(),
+            "src": self.source,
+            "step": node.step.kind,
+            "arch": node.step.arch or "",
+            "cache": node.cache,
+            "rc": node.rc,
+            "start": round(start, 6),
+            "end": round(end, 6),
+        }
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        try:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            fd = os.open(self.opts.trace, flags, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            with self._lock:
+                if not self._trace_warned:
+                    self._trace_warned = True
+                    say(f"warning: --trace {self.opts.trace}: {e.strerror or e}")
+
+    def _connect(self) -> remotelib.Remote | None:
+        try:
+            from cuda_split import remote as remotelib
+        except ImportError as e:
+            say(
+                f"warning: --remote needs grpcio and protobuf (pip install 'cuda-split[remote]'): "
+                f"{e}; building without the remote"
+            )
+            return None
+        return remotelib.Remote(
+            self.opts.remote,
+            self.opts.remote_instance,
+            self.opts.remote_properties,
+            self._tool_digest,
+            say,
+            self.cache.root if self.cache is not None else None,
+        )
+
+    def _tool_digest(self, path: str) -> str:
+        if self.cache is not None:
+            return self.cache.tool_digest(path)
+        with self._lock:
+            found = self._tools.get(os.path.realpath(path))
+        if found is None:
+            found = cachelib.sha256_file(path)
+            with self._lock:
+                self._tools[os.path.realpath(path)] = found
+        return found
+
+    # -- the hermetic form of a step --------------------------------------------------
+
+    def _sdk_path(self, path: str) -> str | None:
+        """`sdk/<path in the SDK>` for a file of the SDK nvcc belongs to, else None."""
+        rel = os.path.relpath(os.path.realpath(path), self.sdk_top)
+        return None if rel.startswith(os.pardir) else f"sdk/{rel}"
+
+    def spec(self, node: Node) -> HermeticStep:
+        """The step's hermetic form (see HermeticStep)."""
+        found = self._specs.get(node.index)
+        if found is not None:
+            return found
+        argv = node.cmd.argv
+        # Base names where the output records them (ptxas -g writes its command line into
+        # the cubin), else names from the roles alone.
+        names = _records_names(node)
+
+        def name(role: str, path: str) -> str:
+            return os.path.basename(path) if names else _role_file_name(role)
+
+        mapping: dict[str, str] = {}
+        inputs, outputs = {}, {}
+        for role, path in sorted(node.inputs.items()):
+            mapping[path] = inputs_rel = f"in/{name(role, path)}"
+            inputs[inputs_rel] = path
+        for role, path in sorted(node.outputs.items()):
+            mapping[path] = outputs[role] = f"out/{name(role, path)}"
+        scratch = re.compile(re.escape(self.scratch_dir + "/") + r'[^"\s,]+')
+        found_scratch = [m.group(0) for tok in argv[1:] for m in scratch.finditer(tok)]
+        for i, path in enumerate(dict.fromkeys(found_scratch)):
+            # Files nothing reads (cicc's host-side C, nvcc's copy of the fatbin).
+            mapping[path] = f"out/scratch.{i}"
+        tools: dict[str, str] = {}
+        env = dict(self.key_env)
+        tool = self._sdk_path(argv[0])
+        if tool is not None:
+            tools[tool] = argv[0]
+        if node.step.kind == planlib.CICC and self.libdevice and os.path.isdir(self.libdevice):
+            libdevice = self._sdk_path(self.libdevice)
+            if libdevice is not None:
+                env["NVVMIR_LIBRARY_DIR"] = libdevice
+                for f in sorted(os.listdir(self.libdevice)):
+                    if f.endswith(".bc"):
+                        tools[f"{libdevice}/{f}"] = os.path.join(self.libdevice, f)
+        if mapping:
+            longest_first = sorted(mapping, key=len, reverse=True)
+            paths = re.compile("|".join(re.escape(p) for p in longest_first))
+            rest = [paths.sub(lambda m: mapping[m.group(0)], a) for a in argv[1:]]
+        else:
+            rest = list(argv[1:])
+        rest = [a.replace(self.work_dir, "<work>") for a in rest]  # none left, normally
+        cwd = ""
+        if node.step.kind == planlib.CICC and any(f in argv for f in _CICC_CWD_FLAGS):
+            cwd = os.getcwd()
+        why = ""
+        if node.step.kind not in REMOTE_EXEC_KINDS:
+            why = f"{node.step.kind} runs locally"
+        elif tool is None:
+            why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
+        elif cwd:
+            why = "its output names the working directory (-G/-lineinfo)"
+        found = HermeticStep(
+            arguments=[tool or os.path.basename(argv[0]), *rest],
+            env=env,
+            inputs=inputs,
+            tools=tools,
+            outputs=outputs,
+            cwd=cwd,
+            no_remote_exec=why,
+        )
+        self._specs[node.index] = found
+        return found
+
+    def portable(self, node: Node, role: str, data: bytes) -> bytes:
+        """An output as the cache keeps it: where it names its own path (cicc's stub
+        ends with `# 1 "<its path>"`), the path in the step's root instead."""
+        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+            local, rel = node.outputs[role], self.spec(node).outputs[role]
+            data = _line_marker(local).sub(lambda m: m.group(1) + _quoted(rel), data)
+        return data
+
+    def localize(self, node: Node, role: str, data: bytes) -> bytes:
+        """The inverse of `portable`."""
+        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+            local, rel = node.outputs[role], self.spec(node).outputs[role]
+            data = _line_marker(rel).sub(lambda m: m.group(1) + _quoted(local), data)
+        return data
+
+    # -- keys -----------------------------------------------------------------------
+
+    def key_parts(self, node: Node) -> dict[str, object]:
+        """The parts of a step's key: its hermetic command line (plan files named by
+        role, so the key of an arch's step does not depend on the other archs), the
+        environment, the tool's and the input files' digests (by role)."""
+        spec = self.spec(node)
+        parts: dict[str, object] = {
+            "kind": node.step.kind,
+            "arch": node.step.arch,
+            "argv": spec.arguments,
+            "env": spec.env,
+            "tool": self._tool_digest(node.cmd.argv[0]),
+            "inputs": {r: cachelib.sha256_file(p) for r, p in sorted(node.inputs.items())},
+        }
+        if node.step.kind == planlib.CICC:
+            parts["libdevice"] = self._libdevice_digests()
+        if spec.cwd:
+            parts["cwd"] = spec.cwd
+        return parts
+
+    def _libdevice_digests(self) -> dict[str, str]:
+        d = self.libdevice
+        if not d or not os.path.isdir(d):
+            return {}
+        return {
+            name: self._tool_digest(os.path.join(d, name))
+            for name in sorted(os.listdir(d))
+            if name.endswith(".bc")
+        }
+
+    def _file_digest(self, path: str) -> tuple[str, bool] | None:
+        """(sha256, whether it names __DATE__/__TIME__/__TIMESTAMP__), None if no file."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        ident = (path, st.st_mtime_ns, st.st_size)
+        found = self._digests.get(ident)
+        if found is None:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                return None
+            found = (hashlib.sha256(data).hexdigest(), any(m in data for m in _TIME_MACROS))
+            self._digests[ident] = found
+        return found
+
+    def _dep_matches(self, path: str, digest: str) -> bool:
+        if path == _CWD_DEP:
+            return digest == os.getcwd()
+        found = self._file_digest(path)
+        return found is not None and found[0] == digest
+
+    def _compiler_proper(self, driver: str) -> str:
+        """The digest of the cc1plus that the host compiler driver runs."""
+        if driver not in self._compilers:
+            digest = ""
+            proc = subprocess.run(
+                [driver, "-print-prog-name=cc1plus"], capture_output=True, text=True, check=False
+            )
+            path = proc.stdout.strip()
+            if proc.returncode == 0 and os.path.isabs(path) and os.path.isfile(path):
+                assert self.cache is not None
+                digest = self.cache.tool_digest(path)
+            self._compilers[driver] = digest
+        return self._compilers[driver]
+
+    # -- one node -------------------------------------------------------------------
+
+    def run_node(self, node: Node) -> Node:
+        start = time.monotonic()
+        try:
+            cached = self.cache is not None or self.remote is not None
+            if cached and node.step.kind in CACHED_KINDS:
+                self._run_cached(node)
+            elif self.cache is not None and node.step.kind in PREPROCESS_KINDS:
+                self._run_preprocess_cached(node)
+            else:
+                self._execute(node)
+        except OSError as e:
+            node.rc = node.rc or 1
+            node.stderr += f"{PROG}: {node.label}: {e}\n".encode()
+        node.seconds = time.monotonic() - start
+        return node
+
+    def _run_cached(self, node: Node) -> None:
+        """A step keyed by its command and inputs: the local cache, then the remote one
+        (--remote), then run it (on the backend with --remote-exec), store, upload."""
+        parts = self.key_parts(node)
+        node.key = cachelib.key_of(parts)
+        ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
+        why = "absent"
+        if self.cache is not None:
+            entry, why = self.cache.lookup(node.key)
+            if entry is not None and self._restore(node, entry):
+                node.cache = node.explain = "hit"
+                self.cache.record_parts(ident, parts)
+                return
+        if why.startswith("corrupt"):
+            explain = f"miss: the entry was {why}; rebuilt and overwritten"
+        elif self.cache is not None:
+            last = self.cache.last_parts(ident)
+            explain = "miss: " + cachelib.explain_difference(last, parts)
+        else:
+            explain = "miss: no local cache"
+        remote, prepared, spec = self.remote, None, self.spec(node)
+        if remote is not None and remote.usable:
+            prepared = remote.prepare(spec)
+            found, note = remote.lookup(prepared, spec)
+            if found is not None:
+                self._take(node, spec, found)
+                node.cache = "remote-hit"
+                node.explain = f"remote hit (action {prepared.short}); local {explain}"
+                if self.cache is not None:
+                    self._store(node)
+                    self.cache.record_parts(ident, parts)
+                return
+            explain += f"; {note}"
+        node.cache = "miss"
+        if prepared is not None and remote is not None and self.opts.remote_exec:
+            if spec.no_remote_exec:
+                explain += f"; run locally: {spec.no_remote_exec}"
+            else:
+                if self.opts.verbose:
+                    say(f"run {node.label} remotely: action {prepared.short}")
+                done, note = remote.execute(prepared, spec)
+                if done is not None:
+                    self._take(node, spec, done)
+                    node.cache = "remote-exec"
+                    explain += f"; executed remotely (on {done.worker or 'a worker'})"
+                else:
+                    explain += f"; {note}; run locally"
+        if node.cache == "miss":
+            self._execute(node)
+            if node.rc == 0 and prepared is not None and remote is not None:
+                if self.opts.remote_upload:
+                    explain += "; " + remote.upload(prepared, self._outcome(node, spec))
+        node.explain = explain
+        if node.rc == 0 and self.cache is not None:
+            self._store(node)
+            self.cache.record_parts(ident, parts)
+
+    def _take(self, node: Node, spec: HermeticStep, outcome: remotelib.Outcome) -> None:
+        """Write what the remote produced for the step where the step would have."""
+        by_rel = {rel: role for role, rel in spec.outputs.items()}
+        for rel, data in outcome.outputs.items():
+            role = by_rel[rel]
+            with open(node.outputs[role], "wb") as f:
+                f.write(self.localize(node, role, data))
+        node.stdout, node.stderr = outcome.stdout, outcome.stderr
+        node.rc = 0
+
+    def _outcome(self, node: Node, spec: HermeticStep) -> remotelib.Outcome:
+        """A locally run step's result, as the remote keeps it."""
+        from cuda_split.remote import Outcome
+
+        outputs = {}
+        for role, path in node.outputs.items():
+            with open(path, "rb") as f:
+                outputs[spec.outputs[role]] = self.portable(node, role, f.read())
+        return Outcome(outputs, node.stdout, node.stderr, node.rc or 0)
+
+    def _run_preprocess_cached(self, node: Node) -> None:
+        """A preprocess, ccache's direct mode: the manifest (keyed by the command with any
+        arch list) lists header sets, newest first, each with what makes its output
+        depend on `__CUDA_ARCH_LIST__`; the output's key is the manifest's, the header
+        set's digests and, where the output depends on it, the arch list."""
+        assert self.cache is not None
+        parts = self.key_parts(node)
+        parts["argv"] = archlist.any_arch_list(self.spec(node).arguments)
+        parts["compiler"] = self._compiler_proper(node.cmd.argv[0])
+        parts["compiler_env"] = {k: os.environ[k] for k in _COMPILER_ENV if k in os.environ}
+        if preprocess_depends_on_cwd(node.cmd.argv):
+            parts["cwd"] = os.getcwd()
+        manifest_key = cachelib.key_of({**parts, "manifest": _MANIFEST_FORMAT})
+        values = archlist.arch_lists(node.cmd.argv)
+        ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
+        manifest, why = self.cache.lookup(manifest_key)
+        matched = False  # a header set matched: its note explains the miss
+        if manifest is None:
+            if why.startswith("corrupt"):
+                node.explain = f"miss: the manifest was {why}; rebuilt and overwritten"
+            else:
+                last = self.cache.last_parts(ident)
+                node.explain = "miss: " + cachelib.explain_difference(last, parts)
+        else:
+            for n, (deps, users) in enumerate(_manifest_variants(manifest)):
+                changed = [p for p, d in deps if not self._dep_matches(p, d)]
+                if changed:
+                    if n == 0:  # say what changed since the latest variant
+                        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+                        node.explain = "miss: changed: " + ", ".join(changed[:3]) + more
+                    continue
+                node.key = _preprocess_key(manifest_key, deps, users, values)
+                entry, why = self.cache.lookup(node.key)
+                if entry is not None and self._restore(node, entry):
+                    node.cache = node.explain = "hit"
+                    self.cache.record_parts(ident, parts)
+                    return
+                if not matched:
+                    matched = True
+                    node.explain = (
+                        f"miss: {_depends_note(users)}; nothing cached for "
+                        + " ".join(f"-D{archlist.MACRO}={v}" for v in values)
+                        if users
+                        else f"miss: the output's entry is {why}"
+                    )
+                # An older header set may match too, with another arch list's output.
+        node.cache = "miss"
+        self._execute(node)
+        if node.rc != 0:
+            return
+        self.cache.record_parts(ident, parts)
+        deps = []
+        users: list[str] = []
+        for path in node.outputs.values():
+            files = archlist.included_files(path)
+            for name, _ in files:
+                found = self._file_digest(name)
+                if found is None or found[1]:
+                    why = "uses a time macro" if found else "is not a file"
+                    node.explain += f"; not cached: {name} {why}"
+                    return
+                deps.append((name, found[0]))
+            users += archlist.users(path, node.cmd.argv, files)
+        if any(not os.path.isabs(name) for name, _ in deps):
+            # Found through the working directory (`-include x.h` looks there first):
+            # this header set holds only there.
+            deps.append((_CWD_DEP, os.getcwd()))
+        if users and not matched:
+            node.explain += f"; {_depends_note(users)}: its value is part of the key"
+        node.key = _preprocess_key(manifest_key, deps, users, values)
+        self._store(node)
+        # The newest variant first; a few older ones, so that switching a header back
+        # and forth (a branch change) hits.
+        current, _ = self.cache.lookup(manifest_key)
+        older = _manifest_variants(current) if current is not None else []
+        kept = [(deps, users), *[v for v in older if v[0] != deps]][:MANIFEST_VARIANTS]
+        listing = json.dumps([{"deps": d, "arch_list_users": u} for d, u in kept]).encode()
+        n = self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})
+        with self._lock:
+            self.bytes_added += n
+
+    def _restore(self, node: Node, entry: cachelib.Entry) -> bool:
+        if set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
+            return False
+        for role, path in node.outputs.items():
+            with open(path, "wb") as f:
+                f.write(self.localize(node, role, entry.files[role]))
+        node.stdout, node.stderr = entry.files["@stdout"], entry.files["@stderr"]
+        node.rc = 0
+        return True
+
+    def _store(self, node: Node) -> None:
+        assert self.cache is not None
+        files = {}
+        for role, path in node.outputs.items():
+            with open(path, "rb") as f:
+                files[role] = self.portable(node, role, f.read())
+        files["@stdout"], files["@stderr"] = node.stdout, node.stderr
+        meta = {"kind": node.step.kind, "arch": node.step.arch}
+        n = self.cache.store(node.key, files, meta)
+        with self._lock:
+            self.bytes_added += n
+
+    def _execute(self, node: Node) -> None:
+        argv = node.cmd.argv
+        env = dict(os.environ)
+        env.update(node.cmd.env)
+        if self.opts.verbose:
+            say(f"run {node.label}: {shlex.join(argv)}")
+        proc = subprocess.run(argv, env=env, capture_output=True, check=False)
+        node.rc, node.stdout, node.stderr = proc.returncode, proc.stdout, proc.stderr
+        if node.rc != 0:
+            return
+        for role, path in node.outputs.items():
+            if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                node.rc = 1
+                node.stderr += f"{PROG}: {node.label} exited 0 but wrote no {role}\n".encode()
+
+    # -- the DAG --------------------------------------------------------------------
+
+    def run_all(
+        self,
+        nodes: list[Node],
+        jobserver: jobserverlib.Jobserver | None = None,
+        pool: slotslib.SlotPool | None = None,
+    ) -> int:
+        """Run the nodes in dependency order (see run_dag); the first failure's rc."""
+        try:
+            cap = self.opts.jobs if self.opts.jobs_given else None
+            failed = run_dag(
+                nodes,
+                self.run_node,
+                self.opts.jobs,
+                jobserver,
+                cap,
+                say if self.opts.verbose else None,
+                load_limit(self.opts, jobserver),
+                pool=pool,
+                trace=self.trace_step if self.opts.trace else None,
+            )
+        finally:
+            if self.cache is not None:
+                self.cache.added(self.bytes_added)
+                looked = [n for n in nodes if n.cache in ("hit", "miss", "remote-hit")]
+                hits = sum(1 for n in looked if n.cache == "hit")
+                self.cache.count(hits, len(looked) - hits)
+            if self.remote is not None:
+                self.remote.close()
+        if failed:
+            # Steps that ran side by side may report the same error (both preprocessors
+            # miss a header): show the one nvcc, running in plan order, would have shown.
+            first = min(failed, key=lambda n: n.index)
+            replay(first)
+            return first.rc or 1
+        return 0
