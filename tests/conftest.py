@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -30,3 +33,20 @@ def cuobjdump(sdk: pathlib.Path) -> pathlib.Path:
     if not tool.is_file():
         pytest.fail(f"no cuobjdump at {tool}: {SETUP_HINT}")
     return tool
+
+
+@pytest.fixture
+def live_pids() -> Iterator[Callable[[int], list[int]]]:
+    """`live_pids(n)`: the pids of n processes that stay alive for the test (sorted), as
+    stand-ins for other nvcc-split processes whose liveness is checked by pid."""
+    started: list[subprocess.Popen] = []
+
+    def make(n: int) -> list[int]:
+        code = "import time; time.sleep(600)"
+        started.extend(subprocess.Popen([sys.executable, "-c", code]) for _ in range(n))
+        return sorted(p.pid for p in started[-n:])
+
+    yield make
+    for proc in started:
+        proc.kill()
+        proc.wait()

@@ -87,28 +87,24 @@ def test_the_longest_remaining_chain_starts_first(tmp_path) -> None:
     assert [i for _, i in rec.order] == [1, 2, 0, 3]  # chains 6.5, then 3.5, 1.5 and 1.5
 
 
-def test_a_step_waits_while_another_process_announces_a_longer_chain(tmp_path) -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        other = slots.SlotPool(str(tmp_path), 2, pid=sleeper.pid)
-        other.announce(1000.0)
-        rec = Recorder(seconds=0.0)
-        mine = slots.SlotPool(str(tmp_path), 2)
-        thread = threading.Thread(
-            target=driver.run_dag,
-            args=(nodes_of(["ptxas"]), rec.runner("me"), 1),
-            kwargs={"pool": mine},
-        )
-        thread.start()
-        time.sleep(0.5)
-        assert rec.order == []  # two free slots, but the other process comes first
-        other.announce(None)
-        thread.join(timeout=30)
-        assert rec.order == [("me", 0)]
-        assert not (tmp_path / f"wait.{os.getpid()}").exists()
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+def test_a_step_waits_while_another_process_announces_a_longer_chain(tmp_path, live_pids) -> None:
+    (other_pid,) = live_pids(1)
+    other = slots.SlotPool(str(tmp_path), 2, pid=other_pid)
+    other.announce(1000.0)
+    rec = Recorder(seconds=0.0)
+    mine = slots.SlotPool(str(tmp_path), 2)
+    thread = threading.Thread(
+        target=driver.run_dag,
+        args=(nodes_of(["ptxas"]), rec.runner("me"), 1),
+        kwargs={"pool": mine},
+    )
+    thread.start()
+    time.sleep(0.5)
+    assert rec.order == []  # two free slots, but the other process comes first
+    other.announce(None)
+    thread.join(timeout=30)
+    assert rec.order == [("me", 0)]
+    assert not (tmp_path / f"wait.{os.getpid()}").exists()
 
 
 def test_a_failure_gives_the_slots_back(tmp_path) -> None:

@@ -44,21 +44,17 @@ def test_a_dead_process_gives_its_slot_back(tmp_path) -> None:
     pool.close()
 
 
-def test_a_free_slot_goes_to_the_longest_waiting_chain(tmp_path) -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        other = slots.SlotPool(str(tmp_path), 4, pid=sleeper.pid)
-        other.announce(10.0)
-        mine = slots.SlotPool(str(tmp_path), 4)
-        assert mine.try_acquire(5.0) is None
-        assert mine.try_acquire(10.5) is not None
-        assert mine.try_acquire(20.0) is not None
-        other.announce(None)
-        assert mine.try_acquire(0.1) is not None
-        mine.close()
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+def test_a_free_slot_goes_to_the_longest_waiting_chain(tmp_path, live_pids) -> None:
+    (other_pid,) = live_pids(1)
+    other = slots.SlotPool(str(tmp_path), 4, pid=other_pid)
+    other.announce(10.0)
+    mine = slots.SlotPool(str(tmp_path), 4)
+    assert mine.try_acquire(5.0) is None
+    assert mine.try_acquire(10.5) is not None
+    assert mine.try_acquire(20.0) is not None
+    other.announce(None)
+    assert mine.try_acquire(0.1) is not None
+    mine.close()
 
 
 def test_a_dead_waiter_is_ignored_and_removed(tmp_path) -> None:
@@ -124,38 +120,22 @@ def test_slot_files_survive_for_the_next_process(tmp_path) -> None:
     again.close()
 
 
-def test_equal_chains_go_to_the_lower_pid(tmp_path) -> None:
-    sleepers = [
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
-    ]
-    try:
-        low_pid, high_pid = sorted(p.pid for p in sleepers)
-        low = slots.SlotPool(str(tmp_path), 2, pid=low_pid)
-        high = slots.SlotPool(str(tmp_path), 2, pid=high_pid)
-        low.announce(4.0)
-        high.announce(4.0)
-        assert high.try_acquire(4.0) is None
-        assert low.try_acquire(4.0) is not None
-    finally:
-        for sleeper in sleepers:
-            sleeper.kill()
-            sleeper.wait()
+def test_equal_chains_go_to_the_lower_pid(tmp_path, live_pids) -> None:
+    low_pid, high_pid = live_pids(2)
+    low = slots.SlotPool(str(tmp_path), 2, pid=low_pid)
+    high = slots.SlotPool(str(tmp_path), 2, pid=high_pid)
+    low.announce(4.0)
+    high.announce(4.0)
+    assert high.try_acquire(4.0) is None
+    assert low.try_acquire(4.0) is not None
 
 
-def test_chains_that_round_alike_do_not_defer_to_each_other(tmp_path) -> None:
+def test_chains_that_round_alike_do_not_defer_to_each_other(tmp_path, live_pids) -> None:
     # Announced in milliseconds, 7.1996 s and 7.1998 s are both 7200: compared unrounded
     # against the other's rounded value, each would wait for the other forever.
-    sleepers = [
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
-    ]
-    try:
-        low_pid, high_pid = sorted(p.pid for p in sleepers)
-        low = slots.SlotPool(str(tmp_path), 4, pid=low_pid)
-        high = slots.SlotPool(str(tmp_path), 4, pid=high_pid)
-        low.announce(7.1996)
-        high.announce(7.1998)
-        assert [low.others_first(7.1996), high.others_first(7.1998)] == [False, True]
-    finally:
-        for sleeper in sleepers:
-            sleeper.kill()
-            sleeper.wait()
+    low_pid, high_pid = live_pids(2)
+    low = slots.SlotPool(str(tmp_path), 4, pid=low_pid)
+    high = slots.SlotPool(str(tmp_path), 4, pid=high_pid)
+    low.announce(7.1996)
+    high.announce(7.1998)
+    assert [low.others_first(7.1996), high.others_first(7.1998)] == [False, True]
