@@ -1,13 +1,17 @@
 """Module extension `cuda`: CUDA SDK repositories for bzlmod users.
 
-In MODULE.bazel:
+In MODULE.bazel, the hermetic SDK (NVIDIA's wheels, downloaded by Bazel; docs/sdk.md):
 
     cuda = use_extension("@rules_cuda_split//rules_cuda_split:extensions.bzl", "cuda")
-    cuda.sdk(name = "local_cuda")  # or path = "/opt/cuda-13.0" to name the SDK
-    use_repo(cuda, "local_cuda")
+    cuda.wheel_sdk(name = "cuda", versions = ["13.0"])
+    use_repo(cuda, "cuda")
 
-    register_toolchains("@local_cuda//:toolchain")
+    register_toolchains("@cuda//:all")
 
+or an SDK installed on the machine: `cuda.sdk(name = "cuda")` (`path = "/opt/cuda-13.0"`
+to name it) and `register_toolchains("@cuda//:toolchain")`.
+
+Each `cuda.wheel_sdk` tag makes one hub and its versions' repositories (`cuda_wheel_sdks`).
 Each `cuda.sdk` tag makes one `cuda_sdk_repository` (see `private/sdk_repository.bzl`
 for where it looks). When several modules tag the same name, the root module's tag
 wins, then the first in dependency order.

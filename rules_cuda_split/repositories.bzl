@@ -1,18 +1,18 @@
 """WORKSPACE set-up of rules_cuda_split (bzlmod users: see MODULE.bazel and extensions.bzl).
 
     load("@rules_cuda_split//rules_cuda_split:repositories.bzl",
-         "cuda_sdk_repository", "rules_cuda_split_dependencies")
+         "rules_cuda_split_dependencies", "rules_cuda_split_wheel_toolchains")
 
     rules_cuda_split_dependencies()
 
-    cuda_sdk_repository(name = "local_cuda")
-
-    register_toolchains("@local_cuda//:toolchain")
-
-or, for the last two, `rules_cuda_split_toolchains()`. The hermetic SDK (NVIDIA's wheels,
-downloaded by Bazel; docs/sdk.md) instead of the last two:
-
+    # The hermetic SDK: NVIDIA's wheels, downloaded by Bazel (docs/sdk.md).
     rules_cuda_split_wheel_toolchains(name = "cuda", versions = ["13.0"])
+
+An SDK installed on the machine instead of the wheels:
+
+    rules_cuda_split_toolchains(name = "cuda")  # path = "/opt/cuda" to name one
+
+(`cuda_sdk_repository(name = "cuda")` and `register_toolchains("@cuda//:toolchain")`).
 """
 
 load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")

@@ -2,8 +2,11 @@
 # Sets up a Debian 12 machine to develop rules_cuda_split with no internet but apt and PyPI:
 #   1. apt packages: Debian's Bazel 4.2.3 and the rule sets it would otherwise download,
 #      Go and the go.starlark.net sources, binutils;
-#   2. the pinned CUDA wheels of scripts/cuda-wheels.txt in .sdk/ (the SDK is then
-#      .sdk/nvidia/cu13/{bin,nvvm,include,lib});
+#   2. the pinned CUDA wheels of scripts/cuda-wheels.txt, downloaded once into
+#      .cache/cuda-wheels: Bazel's hermetic SDK (WORKSPACE, `@cuda`) reads them from there
+#      (`--distdir`, below) instead of fetching them from PyPI again; and installed from
+#      there into .sdk/ for the tests that run nvcc and the step runner outside Bazel (the
+#      SDK is then .sdk/nvidia/cu13/{bin,nvvm,include,lib});
 #   3. .venv/, this checkout's Python virtual environment: the dev tools of
 #      scripts/requirements-dev.txt (pytest, ruff) and the project's console scripts
 #      (nvcc-split, cuda-split; editable, from tools/ of this checkout). Nothing is
@@ -12,7 +15,7 @@
 #      the step runner, standard library only, with the python3 on the action's PATH.)
 #   4. .offline/ (a rules_cc copy that Bazel 4.2.3 can load, a remote_coverage_tools
 #      stand-in) and the generated block of .bazelrc.user that points Bazel at them and
-#      at the SDK;
+#      at the downloaded wheels;
 #   5. .offline/bin/starlark, a Starlark interpreter built from tools/starlark/main.go.
 # Idempotent: every step checks first and does nothing when already done, so a second
 # run takes about a second. Run it from anywhere: `bash scripts/setup.sh`.
@@ -26,6 +29,7 @@ VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 SDK_DIR="$ROOT/.sdk"
 CUDA_PATH_DIR="$SDK_DIR/nvidia/cu13"
+WHEELS="$ROOT/.cache/cuda-wheels"
 APT_PACKAGES=(
     bazel-bootstrap bazel-platforms bazel-rules-cc bazel-rules-java bazel-skylib
     golang-go golang-starlark-dev binutils cmake ninja-build
@@ -96,20 +100,34 @@ make_venv() {
     echo "$want" >"$VENV/.stamp"
 }
 
+# The pinned wheels, as files: the same files (names and SHA-256) as the 13.0 entries of
+# rules_cuda_split/private/cuda_versions.bzl, which tests/test_wheel_sdk.py checks.
+download_cuda_wheels() {
+    local want stamp="$WHEELS/.stamp"
+    want="$(sha256_of scripts/cuda-wheels.txt)"
+    [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] && return 0
+    log "downloading the CUDA wheels of scripts/cuda-wheels.txt into .cache/cuda-wheels (about 560 MB)"
+    mkdir -p "$WHEELS"
+    # --no-deps: the requirements file is the complete, pinned set.
+    "$PY" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --dest "$WHEELS" -r scripts/cuda-wheels.txt
+    echo "$want" >"$stamp"
+}
+
 install_cuda_wheels() {
     local want stamp="$SDK_DIR/.stamp" partial="$ROOT/.cache/sdk-partial"
     want="$(sha256_of scripts/cuda-wheels.txt)"
     if [[ -x "$CUDA_PATH_DIR/bin/nvcc" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
         return 0
     fi
-    log "installing the CUDA wheels of scripts/cuda-wheels.txt into .sdk/ (about 850 MB)"
+    log "installing the CUDA wheels of .cache/cuda-wheels into .sdk/ (about 850 MB)"
     rm -rf "$partial"
     mkdir -p "$(dirname "$partial")"
-    # --no-deps: the requirements file is the complete, pinned set; --target does not
-    # touch the interpreter's site-packages. Installed beside .sdk/ and moved in at the
-    # end, so an interrupted run never leaves a half SDK behind a valid stamp.
-    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps \
-        --target "$partial" -r scripts/cuda-wheels.txt
+    # From the downloaded files only (--no-index); --target does not touch the
+    # interpreter's site-packages. Installed beside .sdk/ and moved in at the end, so an
+    # interrupted run never leaves a half SDK behind a valid stamp.
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-index \
+        --find-links "$WHEELS" --target "$partial" -r scripts/cuda-wheels.txt
     [[ -x "$partial/nvidia/cu13/bin/nvcc" ]] || {
         log "error: the wheels gave no nvidia/cu13/bin/nvcc"
         exit 1
@@ -252,9 +270,10 @@ write_bazelrc_user() {
         # and remove on this disk, and milliseconds on tmpfs.
         block+="build --sandbox_base=/dev/shm"$'\n'
     fi
-    block+="# The SDK of scripts/cuda-wheels.txt, for cuda_sdk_repository (@local_cuda)."$'\n'
+    block+="# The hermetic SDK's wheels (@cuda, WORKSPACE): Bazel takes a file it would"$'\n'
+    block+="# download from here when the name and SHA-256 match, and reads no network."$'\n'
     for cmd in build fetch query sync; do
-        block+="$cmd --repo_env=CUDA_PATH=$CUDA_PATH_DIR"$'\n'
+        block+="$cmd --distdir=$WHEELS"$'\n'
     done
     block+="$end"
     {
@@ -306,6 +325,7 @@ build_starlark() {
 
 install_apt_packages
 make_venv
+download_cuda_wheels
 install_cuda_wheels
 normalize_sdk_mtimes "$SDK_DIR"
 install_dev_tools
@@ -319,4 +339,4 @@ install_buildifier
 # BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone.
 bash "$ROOT/scripts/reapi_setup.sh"
 
-log "ready (CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"
+log "ready (Bazel's SDK: @cuda from .cache/cuda-wheels; outside Bazel: CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"

@@ -58,3 +58,24 @@ def checkout_copy(dest: pathlib.Path) -> pathlib.Path:
         if (REPO / extra).is_file():
             shutil.copy2(REPO / extra, dest / extra)
     return dest
+
+
+SDK_BLOCK = ("# >>> sdk >>>\n", "# <<< sdk <<<\n")
+
+
+def replace_sdk_block(root: pathlib.Path, text: str) -> None:
+    """Replaces the SDK declaration of `root`'s WORKSPACE (between its `# >>> sdk >>>`
+    markers, the hermetic `@cuda`) with `text`."""
+    workspace = root / "WORKSPACE"
+    old = workspace.read_text()
+    start, end = old.index(SDK_BLOCK[0]), old.index(SDK_BLOCK[1]) + len(SDK_BLOCK[1])
+    workspace.write_text(old[:start] + text.strip("\n") + "\n" + old[end:])
+
+
+def use_local_sdk(root: pathlib.Path, sdk: pathlib.Path) -> None:
+    """`root`'s `@cuda` becomes the SDK at `sdk` (`cuda_sdk_repository`), not the wheels."""
+    replace_sdk_block(
+        root,
+        'load("//rules_cuda_split:repositories.bzl", "rules_cuda_split_toolchains")\n\n'
+        f'rules_cuda_split_toolchains(name = "cuda", path = "{sdk}")\n',
+    )

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from bazel_util import REPO, bazel, checkout_copy
+from bazel_util import REPO, bazel, checkout_copy, use_local_sdk
 
 pytestmark = pytest.mark.bazel
 
@@ -253,19 +253,23 @@ def test_classic_layout_links_the_device_runtime_under_every_strategy(
     if not (wheels / "bin" / "nvcc").is_file():
         pytest.skip("needs the wheels' SDK of scripts/setup.sh")
     sdk = _classic_sdk(wheels, tmp_path / "cuda")
+    root = checkout_copy(tmp_path / "repo")
+    use_local_sdk(root, sdk)
     base = tmp_path / "output-base"
-    flags = [f"--repo_env=CUDA_PATH={sdk}", ARCHS + "sm_80"]
+    flags = [ARCHS + "sm_80"]
     targets = ["//examples/dynamic_parallelism:dynamic_parallelism", "//examples/dlto:dlto"]
     reg = "examples/dynamic_parallelism/_cuda/dynamic_parallelism_dlink/dlink/dlink.reg.c"
     builds = []
     try:
         for strategy in ([], ["--spawn_strategy=local"]):
-            bazel("clean", cwd=REPO, output_base=base)
-            bazel("build", *strategy, *flags, *targets, cwd=REPO, output_base=base)
-            info = bazel("info", "bazel-bin", *flags, cwd=REPO, output_base=base)
+            bazel("clean", cwd=root, output_base=base)
+            bazel("build", *strategy, *flags, *targets, cwd=root, output_base=base)
+            info = bazel("info", "bazel-bin", *flags, cwd=root, output_base=base)
             builds.append(_outputs(pathlib.Path(info.stdout.strip())))
+        # The build's SDK is the classic layout, not the WORKSPACE's wheels.
+        assert f"# SDK: {sdk} " in (base / "external" / "cuda" / "BUILD.bazel").read_text()
     finally:
-        bazel("shutdown", cwd=REPO, output_base=base, check=False)
+        bazel("shutdown", cwd=root, output_base=base, check=False)
     sandboxed, local = builds
     assert sandboxed[reg].startswith(b"#define NUM_PRELINKED_OBJECTS 2\n"), sandboxed[reg]
     assert sorted(sandboxed) == sorted(local)

@@ -141,12 +141,33 @@ def test_extensions_bzl_parses(tmp_path: pathlib.Path) -> None:
 # WORKSPACE and MODULE.bazel agree.
 
 
-def _workspace_sdks(calls: list[Call]) -> list[str]:
-    return [c["kwargs"]["name"] for c in _named(calls, "cuda_sdk_repository")]
+def _workspace_sdks(calls: list[Call]) -> dict[str, dict[str, object]]:
+    """Hermetic SDK hubs -> their versions and components, as the WORKSPACE macro made
+    them (the hub's `cuda_sdk_versions`, each version's `cuda_wheel_sdk_repository`)."""
+    repos = {c["kwargs"]["name"]: c["kwargs"] for c in _named(calls, "cuda_wheel_sdk_repository")}
+    return {
+        hub["kwargs"]["name"]: {
+            "versions": sorted(hub["kwargs"]["versions"]),
+            "components": sorted(
+                {
+                    comp
+                    for r in hub["kwargs"]["versions"].values()
+                    for comp in repos[r]["components"]
+                }
+            ),
+        }
+        for hub in _named(calls, "cuda_sdk_versions")
+    }
 
 
-def _module_sdks(calls: list[Call]) -> list[str]:
-    return [c["kwargs"].get("name", "local_cuda") for c in _named(calls, "cuda.sdk")]
+def _module_sdks(calls: list[Call]) -> dict[str, dict[str, object]]:
+    return {
+        c["kwargs"]["name"]: {
+            "versions": sorted(c["kwargs"]["versions"]),
+            "components": sorted(c["kwargs"].get("components", [])),
+        }
+        for c in _named(calls, "cuda.wheel_sdk")
+    }
 
 
 def _toolchains(calls: list[Call]) -> list[str]:
@@ -160,16 +181,19 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
     # `@rules_cuda_split//` in generated BUILD files needs both names to be the same.
     assert workspace["kwargs"]["name"] == module["kwargs"]["name"] == "rules_cuda_split"
 
+    # The hermetic SDK (NVIDIA's wheels), no SDK found on the machine, in both.
     sdks = _workspace_sdks(ws)
-    assert sdks and sdks == _module_sdks(mod)
+    assert sdks == _module_sdks(mod) == {"cuda": {"versions": ["13.0"], "components": ["cublas"]}}
+    assert not _named(ws, "cuda_sdk_repository") and not _named(mod, "cuda.sdk")
     (use_repo,) = _named(mod, "use_repo")
     assert set(sdks) <= set(use_repo["args"][1:])
 
-    # The SDKs' toolchains; other registrations (e.g. a Python toolchain) are not compared.
-    def sdk_toolchains(calls: list[Call]) -> list[str]:
-        return [t for t in _toolchains(calls) if t.startswith(tuple(f"@{s}//" for s in sdks))]
-
-    assert sdk_toolchains(ws) == sdk_toolchains(mod) == [f"@{sdk}//:toolchain" for sdk in sdks]
+    # The hub's toolchains: WORKSPACE's macro names each, MODULE.bazel registers `:all`.
+    assert _named(ws, "native.register_toolchains")[0]["args"] == [
+        "@cuda//:toolchain_default",
+        "@cuda//:toolchain_13.0",
+    ]
+    assert [t for t in _toolchains(mod) if t.startswith("@cuda//")] == ["@cuda//:all"]
 
 
 # The SDK repository's pure helpers (the repository rule itself needs Bazel).

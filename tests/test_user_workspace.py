@@ -6,8 +6,10 @@ with `-c dbg` and `-c opt`.
 
 The WORKSPACE and BUILD text come from README.md's blocks marked
 `<!-- user-workspace: NAME -->`, so the README cannot drift from what works. The offline
-repository overrides and the SDK's CUDA_PATH come from this checkout's `.bazelrc.user`
-(what README's "Without internet" section tells users to write).
+repository overrides and the `--distdir` of the hermetic SDK's wheels come from this
+checkout's `.bazelrc.user` (what README's "Without internet" section tells users to
+write): the SDK is the one the README's WORKSPACE declares, NVIDIA's wheels unpacked by
+the rules, not this machine's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from bazel_util import REPO, bazel, checkout_copy
 pytestmark = pytest.mark.bazel
 
 _RC_LINE = re.compile(
-    r"(build|fetch|query|sync) --(override_repository|repo_env|sandbox_base|nosandbox_debug)"
+    r"(build|fetch|query|sync) --(override_repository|distdir|sandbox_base|nosandbox_debug)"
 )
 _SNIPPET = re.compile(r"<!-- user-workspace: (\w+) -->\n```starlark\n(.*?)```", re.S)
 
@@ -144,7 +146,7 @@ def readme_snippets() -> dict[str, str]:
 
 
 def offline_bazelrc() -> str:
-    """The set-up's offline overrides and SDK, as a user without internet writes them."""
+    """The set-up's offline overrides and wheels, as a user without internet writes them."""
     rc = REPO / ".bazelrc.user"
     if not rc.is_file():
         pytest.fail("no .bazelrc.user: run `bash scripts/setup.sh`")
@@ -207,6 +209,9 @@ def test_readme_workspace_builds(
             "info", "-c", mode, "bazel-bin", cwd=workspace, output_base=output_base
         ).stdout.strip()
     )
+    # The SDK is the README's: CUDA 13.0 from the wheels, not one found on the machine.
+    build_file = (output_base / "external" / "cuda_13_0" / "BUILD.bazel").read_text()
+    assert "(found by: CUDA 13.0 wheels: nvidia-cuda-nvcc 13.0.88," in build_file
     obj = bin_dir / "_cuda/saxpy/saxpy/saxpy.o"
     # Host debug info exactly in dbg, NDEBUG exactly in opt: the C++ toolchain's flags.
     assert _section(obj, ".debug_info") == (mode == "dbg")
@@ -256,3 +261,5 @@ def test_readme_tells_how_to_work_offline() -> None:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     for name in re.findall(r"--override_repository=(\w+)=", offline_bazelrc()):
         assert f"--override_repository={name}=" in text, name
+    assert "build --distdir=" in offline_bazelrc()
+    assert "build --distdir=$RCS/.cache/cuda-wheels" in text

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bazel_util import REPO, checkout_copy
+from bazel_util import REPO, checkout_copy, replace_sdk_block
 from starlark_util import eval_json
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -309,7 +309,7 @@ load(
 )
 
 rules_cuda_split_wheel_toolchains(
-    name = "local_cuda",
+    name = "cuda",
     versions = {versions},
     components = ["cublas"],
     base_url = "file://{cache}",
@@ -390,20 +390,16 @@ def ws() -> Iterator[Workspace]:
     for comp in sbsa["13.0"]["components"].values():
         del comp["platforms"][PLATFORM]
     (root / "table_test.json").write_text(json.dumps(sbsa))
-    workspace = root / "WORKSPACE"
-    text = workspace.read_text()
-    start = text.index('cuda_sdk_repository(name = "local_cuda")')
-    end = text.index('register_toolchains("@local_cuda//:toolchain")')
-    workspace.write_text(
-        text[:start]
-        + WORKSPACE_SDK.format(
+    replace_sdk_block(
+        root,
+        WORKSPACE_SDK.format(
             versions=json.dumps(VERSIONS), cache=CACHE, empty=tmp / "empty", redist=tmp / "redist"
-        )
-        + text[end + len('register_toolchains("@local_cuda//:toolchain")') :]
+        ),
     )
     rc = root / ".bazelrc.user"
+    # Not the set-up's --distdir: the wheels come from `base_url`, as a mirror's would.
     lines = (
-        [ln for ln in rc.read_text().splitlines() if "CUDA_PATH" not in ln] if rc.is_file() else []
+        [ln for ln in rc.read_text().splitlines() if "--distdir" not in ln] if rc.is_file() else []
     )
     lines += [
         f"{cmd} --repository_cache={tmp / 'repository_cache'}"
@@ -434,7 +430,7 @@ def test_each_version_builds_saxpy_and_cublas_from_its_wheels(ws: Workspace) -> 
     assert set(cubins["13.0"]) == set(cubins["13.5"]) == {"saxpy.sm_90.cubin"}
     assert cubins["13.0"]["saxpy.sm_90.cubin"] != cubins["13.5"]["saxpy.sm_90.cubin"]
     for version in VERSIONS:
-        repo = ws.external("local_cuda_" + version.replace(".", "_"))
+        repo = ws.external("cuda_" + version.replace(".", "_"))
         build = (repo / "BUILD.bazel").read_text()
         assert f"(found by: CUDA {version} wheels: nvidia-cuda-nvcc {version}." in build
         assert 'name = "cublas"' in build
@@ -451,7 +447,7 @@ def test_each_version_builds_saxpy_and_cublas_from_its_wheels(ws: Workspace) -> 
         text=True,
         check=True,
     ).stdout
-    assert "libcublas.so.13" in dynamic and "local_Ucuda_U13_U5" in dynamic
+    assert "libcublas.so.13" in dynamic and "cuda_U13_U5" in dynamic
 
 
 def _cuda_actions(w: Workspace, version: str) -> list[dict]:
@@ -502,11 +498,11 @@ def test_nothing_is_shared_between_versions(ws: Workspace) -> None:
     assert len(keys["13.0"]) == len(actions["13.0"]) >= 5
     assert not keys["13.0"] & keys["13.5"]
     for version in VERSIONS:
-        own = "external/local_cuda_" + version.replace(".", "_") + "/"
+        own = "external/cuda_" + version.replace(".", "_") + "/"
         for a in actions[version]:
-            sdk = {p for p in a["inputs"] if p.startswith("external/local_cuda")}
+            sdk = {p for p in a["inputs"] if p.startswith("external/cuda_")}
             assert sdk and all(p.startswith(own) for p in sdk), (version, a["mnemonic"])
-            named = [arg for arg in a["argv"] if "local_cuda" in arg]
+            named = [arg for arg in a["argv"] if "external/cuda" in arg]
             assert all(own.rstrip("/") in arg for arg in named), (version, named)
     # The default version is 13.0 itself: one repository, the same commands and inputs.
     default = _cuda_actions(ws, "")
@@ -533,9 +529,9 @@ def test_arch_check_and_flag_use_the_chosen_version(ws: Workspace) -> None:
 @pytest.mark.bazel
 def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     # A real SDK on the machine, handed to the rule every way it could look.
-    local = ws.external("local_cuda_13_0") / "sdk"
+    local = ws.external("cuda_13_0") / "sdk"
     if not local.is_dir():
-        ws.bazel("fetch", "@local_cuda_13_0//:nvcc")
+        ws.bazel("fetch", "@cuda_13_0//:nvcc")
     env = f"--repo_env=CUDA_PATH={local}"
     # No repository cache: it would serve the wheels by their SHA-256 whatever the URL.
     proc = ws.bazel("build", env, "--repository_cache=", "@offline_cuda//:nvcc", check=False)

@@ -32,7 +32,7 @@ def _checked(label, flags, origin):
 
 def _not_sdk(dirs, sdk_root, bin_dir):
     """Include dirs but the SDK's: nvcc adds its own, and naming them again (say, from a
-    dependency on `@local_cuda//:cuda_headers`) would change the preprocessed sources."""
+    dependency on `@cuda//:cuda_headers`) would change the preprocessed sources."""
     generated = bin_dir + "/" + sdk_root
     return [
         d
