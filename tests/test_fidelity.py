@@ -31,7 +31,7 @@ import re
 
 import pytest
 
-from cuda_split import pipeline
+import plan_bzl
 from cuda_split import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
@@ -133,7 +133,7 @@ def matrix() -> list[object]:
 
 def expected_roles(spec: str) -> set[str]:
     roles = {"module_id"}
-    for g in pipeline.parse_arch_spec(spec):
+    for g in plan_bzl.parse_arch_spec(spec):
         roles |= {f"ptx:{g.virtual}", f"cpp1.ii:{g.virtual}"}
         roles |= {f"cubin:{r}" for r in g.reals}
     return roles
@@ -180,9 +180,9 @@ def test_split_matches_nvcc(
     if not fs.flags:
         _PLAIN_PAIRS.setdefault(src, (fs.spec, pair))
     assert set(pair.compared_roles()) == expected_roles(fs.spec)
-    if not any(g.reals for g in pipeline.parse_arch_spec(fs.spec)):
+    if not any(g.reals for g in plan_bzl.parse_arch_spec(fs.spec)):
         assert pair.nvcc.ptx_checks, "nvcc checks PTX-only code with ptxas"
-    for g in pipeline.parse_arch_spec(fs.spec):
+    for g in plan_bzl.parse_arch_spec(fs.spec):
         if not g.reals:
             check = pair.split.paths[f"ptxcheck:{g.virtual}"].read_text()
             checked = g.virtual in pair.nvcc.ptx_checks

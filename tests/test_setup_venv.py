@@ -5,6 +5,7 @@ with a bare system `python3` (standard library only)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
 import re
@@ -93,11 +94,49 @@ def test_the_suite_runs_from_the_venv_so_subprocesses_find_cuda_split() -> None:
     assert pathlib.Path(proc.stdout.strip()).parent.parent == REPO / "tools"
 
 
+def _step_runner_files() -> list[str]:
+    """The srcs of //tools:step_runner, as tools/BUILD.bazel lists them."""
+    text = (REPO / "tools" / "BUILD.bazel").read_text()
+    block = text[text.index('name = "step_runner"') :]
+    block = block[block.index("srcs = [") : block.index("]")]
+    return re.findall(r'"(cuda_split/[\w/]+\.py)"', block)
+
+
+def _imported_modules(path: pathlib.Path) -> set[str]:
+    """The cuda_split modules `path` imports (`cuda_split/x.py` paths)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "cuda_split":
+            found |= {f"cuda_split/{a.name}.py" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cuda_split."):
+            found.add(node.module.replace(".", "/") + ".py")
+    return found
+
+
+def test_step_runner_filegroup_is_what_step_py_imports() -> None:
+    """Every module step.py imports, transitively, is in //tools:step_runner (a missing
+    one fails every sandboxed action), and nothing else is (an extra one puts its edits
+    into every CUDA action's key)."""
+    listed = set(_step_runner_files())
+    needed = {"cuda_split/__init__.py", "cuda_split/step.py"}
+    todo = ["cuda_split/step.py"]
+    while todo:
+        for module in _imported_modules(REPO / "tools" / todo.pop()) - needed:
+            needed.add(module)
+            todo.append(module)
+    assert listed == needed
+
+
 def test_step_runner_needs_only_the_standard_library() -> None:
     """Bazel actions run the step runner with the system python3 on the action's PATH,
     with -S (no site-packages): every module of //tools:step_runner must import so."""
     python = shutil.which("python3", path="/usr/bin:/bin") or pytest.fail("no /usr/bin/python3")
-    modules = ["cuda_split.step", "cuda_split.pipeline", "cuda_split.plan", "cuda_split.archlist"]
+    modules = [
+        f[: -len(".py")].replace("/", ".")
+        for f in _step_runner_files()
+        if not f.endswith("__init__.py")
+    ]
+    assert "cuda_split.step" in modules and "cuda_split.command" in modules
     code = f"import sys; sys.path.insert(0, {str(REPO / 'tools')!r})\n" + "".join(
         f"import {m}\n" for m in modules
     )

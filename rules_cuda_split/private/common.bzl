@@ -71,6 +71,22 @@ def resolve_archs(ctx, toolchain):
         ))
     return groups
 
+def sdk_inputs(toolchain, names):
+    """The toolchain's files that an ACTIONS entry of plan.bzl names in `sdk_files`.
+
+    A step's own files (`step_files[name]`), or `compiler` (all the compiler's files) or
+    `link` (the device link's).
+
+    Args:
+      toolchain: CudaToolchainInfo.
+      names: list[string].
+
+    Returns:
+      list[depset[File]].
+    """
+    whole = {"compiler": toolchain.compiler_files, "link": toolchain.link_files}
+    return [whole[n] if n in whole else toolchain.step_files[n] for n in names]
+
 def step_args(ctx):
     """A new `Args` for the step runner, written to an always-used params file."""
     args = ctx.actions.args()

@@ -4,46 +4,8 @@ Starlark decides the shape (which steps exist, what each declares); the Python s
 runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each step.
 """
 
-load(":common.bzl", "run_step", "step_args")
-load(":plan.bzl", "file_name", "gencode", "source_actions", "source_steps", "step_roles")
-
-# One entry an action kind (plan.bzl's source_actions: steps joined by "+"): its
-# mnemonic, its progress message (source, arch) and the toolchain's step_files it reads
-# besides the host compiler (nvcc's dryrun asks it for its version: every action).
-_ACTION_KINDS = {
-    "host_preprocess+cudafe": struct(
-        mnemonic = "CudaFrontend",
-        progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
-        sdk_files = ["headers", "cudafe"],
-        reads_source = True,
-    ),
-    "device_preprocess": struct(
-        mnemonic = "CudaDevicePreprocess",
-        progress = "Preprocessing %s for %s (device)",
-        sdk_files = ["headers"],
-        reads_source = True,
-    ),
-    "cicc": struct(
-        mnemonic = "CudaCicc",
-        progress = "Compiling %s for %s (cicc)",
-        sdk_files = ["cicc"],
-        reads_source = False,
-    ),
-    "ptxas": struct(
-        mnemonic = "CudaPtxas",
-        progress = "Assembling %s for %s (ptxas)",
-        sdk_files = ["ptxas"],
-        reads_source = False,
-    ),
-    # The host compile's input is preprocessed: only crt/host_runtime.h and its
-    # includes are read (host_headers, no CCCL).
-    "fatbinary+host_compile": struct(
-        mnemonic = "CudaHostCompile",
-        progress = "Packing the fatbinary of %s%s and compiling its host code",
-        sdk_files = ["fatbinary", "host_headers"],
-        reads_source = False,
-    ),
-}
+load(":common.bzl", "run_step", "sdk_inputs", "step_args")
+load(":plan.bzl", "ACTIONS", "MONO", "file_name", "gencode", "source_actions", "source_steps", "step_roles")
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.
 _MONO_GROUPS = ["ptx", "cubin", "fatbin"]
@@ -116,13 +78,13 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
     for role in step_roles(steps):
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
     for action in source_actions(steps):
-        kind = _ACTION_KINDS["+".join(action.kinds)]
+        kind = ACTIONS["+".join(action.kinds)]
         args = _base_args(ctx, action.kinds, action.arch, toolchain, cc_toolchain, src)
         for role in action.inputs + action.outputs + action.names:
             args.add("--file=%s=%s" % (role, files[role].path))
         _flag_args(args, action.nvcc_flags + nvcc_flags)
         direct = [files[r] for r in action.inputs]
-        transitive = [cc_toolchain.all_files] + [toolchain.step_files[f] for f in kind.sdk_files]
+        transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
         if kind.reads_source:
             direct.append(src)
             transitive.append(headers)
@@ -156,7 +118,8 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     groups_dirs = {kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind)) for kind in _MONO_GROUPS}
-    args = _base_args(ctx, ["mono"], "", toolchain, cc_toolchain, src)
+    kind = ACTIONS[MONO]
+    args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
     args.add("--file=module_id=%s" % module_id.path)
     args.add("--mono-dir", keep.path)
@@ -166,10 +129,10 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     run_step(
         ctx,
         args = args,
-        inputs = depset([src], transitive = [toolchain.compiler_files, cc_toolchain.all_files, headers]),
+        inputs = depset([src], transitive = sdk_inputs(toolchain, kind.sdk_files) + [cc_toolchain.all_files, headers]),
         outputs = [obj, module_id, keep] + groups_dirs.values(),
-        mnemonic = "CudaCompileMono",
-        progress_message = "Compiling %s for %s (nvcc, all archs)" % (
+        mnemonic = kind.mnemonic,
+        progress_message = kind.progress % (
             src.short_path,
             ",".join([g.virtual for g in groups]),
         ),

@@ -4,8 +4,8 @@
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
-load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs", "run_step", "step_args")
-load(":plan.bzl", "file_name")
+load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs", "run_step", "sdk_inputs", "step_args")
+load(":plan.bzl", "ACTIONS", "LINK_FATBINARY", "LINK_HOST_COMPILE", "NVLINK", "REGISTER", "file_name")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 
 _CollectedRdcInfo = provider(
@@ -52,15 +52,17 @@ def _missing_archs(rdc, links):
             lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
     return lines
 
-def _run(ctx, toolchain, cc_toolchain, args, inputs, outputs, mnemonic, progress):
-    """Runs the step runner with `args` (a device-link kind); `inputs` is a depset."""
+def _run(ctx, kind, toolchain, cc_toolchain, args, inputs, outputs, progress_args):
+    """Runs the step runner with `args` for the device-link `kind` (plan.bzl's ACTIONS);
+    `inputs` is a depset."""
+    action = ACTIONS[kind]
     run_step(
         ctx,
         args = args,
-        inputs = depset(transitive = [inputs, toolchain.link_files, cc_toolchain.all_files]),
+        inputs = depset(transitive = [inputs] + sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files]),
         outputs = outputs,
-        mnemonic = mnemonic,
-        progress_message = progress,
+        mnemonic = action.mnemonic,
+        progress_message = action.progress % progress_args,
     )
 
 def _base_args(ctx, kind, arch, toolchain, cc_toolchain):
@@ -120,7 +122,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         if lto:
             inputs.append(rdc.ltoir.get(virtual, depset()))
         link_inputs = depset(transitive = inputs)
-        args = _base_args(ctx, "nvlink", real, toolchain, cc_toolchain)
+        args = _base_args(ctx, NVLINK, real, toolchain, cc_toolchain)
         args.add_all(link_inputs, before_each = "--link-input")
         args.add("--file=linked:%s=%s" % (real, out.path))
         args.add("--file=prelinked:%s=%s" % (real, modules.path))
@@ -129,31 +131,31 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         args.add("--nvcc-flag=-gencode=arch=%s,code=%s" % (virtual, real))
         if lto:
             args.add("--nvcc-flag=-dlto")
-        _run(ctx, toolchain, cc_toolchain, args, link_inputs, [out, modules], "CudaNvlink", "Device-linking %s for %s (nvlink%s)" % (label, real, " -dlto" if lto else ""))
+        _run(ctx, NVLINK, toolchain, cc_toolchain, args, link_inputs, [out, modules], (label, real, " -dlto" if lto else ""))
 
     reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
-    args = _base_args(ctx, "register", "", toolchain, cc_toolchain)
+    args = _base_args(ctx, REGISTER, "", toolchain, cc_toolchain)
     args.add_all(rdc.module_ids, before_each = "--module-id-file")
     args.add_all(prelinked, before_each = "--prelinked-file")
     args.add("--file=reg.c=%s" % reg.path)
-    _run(ctx, toolchain, cc_toolchain, args, depset(prelinked, transitive = [rdc.module_ids]), [reg], "CudaRegister", "Listing the relocatable modules of %s" % label)
+    _run(ctx, REGISTER, toolchain, cc_toolchain, args, depset(prelinked, transitive = [rdc.module_ids]), [reg], (label,))
 
     link_flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if any_lto else [])
     fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
-    args = _base_args(ctx, "link_fatbinary", "", toolchain, cc_toolchain)
+    args = _base_args(ctx, LINK_FATBINARY, "", toolchain, cc_toolchain)
     for real, out in linked.items():
         args.add("--file=linked:%s=%s" % (real, out.path))
     args.add("--file=fatbin.c=%s" % fatbin_c.path)
     args.add_all(link_flags, format_each = "--nvcc-flag=%s")
-    _run(ctx, toolchain, cc_toolchain, args, depset(linked.values()), [fatbin_c], "CudaLinkFatbinary", "Packing the device-linked fatbinary of %s" % label)
+    _run(ctx, LINK_FATBINARY, toolchain, cc_toolchain, args, depset(linked.values()), [fatbin_c], (label,))
 
     obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
-    args = _base_args(ctx, "link_host_compile", "", toolchain, cc_toolchain)
+    args = _base_args(ctx, LINK_HOST_COMPILE, "", toolchain, cc_toolchain)
     args.add("--file=fatbin.c=%s" % fatbin_c.path)
     args.add("--file=reg.c=%s" % reg.path)
     args.add("--file=obj=%s" % obj.path)
     args.add_all(link_flags, format_each = "--nvcc-flag=%s")
-    _run(ctx, toolchain, cc_toolchain, args, depset([fatbin_c, reg]), [obj], "CudaLinkStub", "Compiling the device-link stub of %s" % label)
+    _run(ctx, LINK_HOST_COMPILE, toolchain, cc_toolchain, args, depset([fatbin_c, reg]), [obj], (label,))
     return struct(obj = obj, cubins = linked.values())
 
 def _cuda_device_link_impl(ctx):

@@ -1,11 +1,36 @@
-"""Pure helpers: arch-spec parsing, the steps of a source, and their file names.
+"""The rules' model of nvcc's plan: step kinds, arch syntax, file names, the steps of a
+source and the table of actions that run them.
 
-No Bazel APIs here, so the same file runs under a plain Starlark interpreter in the
-tests. It is the twin of `tools/cuda_split/pipeline.py` (the standalone driver's copy);
-`tests/test_starlark_helpers.py` checks that both give the same shape.
+This is the one Starlark definition of each; its Python counterpart is
+`tools/cuda_split/plan.py` (which derives the steps from nvcc's own `--dryrun`), and
+`tests/test_plan_model.py` checks that the two agree (kinds, file names, mnemonics) and
+that the steps predicted here are the ones nvcc's dryrun has for the same flags.
 
-Errors are returned, not raised, so callers choose between `fail()` and a test assertion.
+Pure functions and constants, no Bazel APIs, so the same file runs under a plain Starlark
+interpreter in the tests (tests/plan_bzl.py). Errors are returned, not raised, so callers
+choose between `fail()` and a test assertion.
 """
+
+# The kinds of the steps of nvcc's plan for one source, as the step runner's `--kind`
+# names them (tools/cuda_split/plan.py: STEP_KINDS).
+HOST_PREPROCESS = "host_preprocess"
+CUDAFE = "cudafe"
+DEVICE_PREPROCESS = "device_preprocess"
+CICC = "cicc"
+PTXAS = "ptxas"
+FATBINARY = "fatbinary"
+HOST_COMPILE = "host_compile"
+
+STEP_KINDS = [HOST_PREPROCESS, CUDAFE, DEVICE_PREPROCESS, CICC, PTXAS, FATBINARY, HOST_COMPILE]
+
+# The kinds of a device link's actions (the steps of nvcc's `-dlink` plan, and the
+# registration file the step runner writes itself), and of a mono compile.
+NVLINK = "nvlink"
+REGISTER = "register"
+LINK_FATBINARY = "link_fatbinary"
+LINK_HOST_COMPILE = "link_host_compile"
+LINK_KINDS = [NVLINK, REGISTER, LINK_FATBINARY, LINK_HOST_COMPILE]
+MONO = "mono"
 
 ACCEPTED_FORMS = (
     "groups separated by ';'; a group is either a comma list of shorthands, each its own " +
@@ -175,7 +200,9 @@ def gencode(group):
     """The nvcc -gencode flag of one group."""
     return "-gencode=arch=%s,code=[%s]" % (group.virtual, ",".join(codes_of(group)))
 
-_FIXED_NAMES = {
+# File names of roles: `<stem>.<name>` for the files of a source (or of a device link),
+# `<stem>.<arch>.<name>` for the per-arch ones (`ptx:compute_90` -> `x.compute_90.ptx`).
+FIXED_NAMES = {
     "cpp4.ii": "cpp4.ii",
     "cudafe1.cpp": "cudafe1.cpp",
     "fatbin.c": "fatbin.c",
@@ -184,7 +211,7 @@ _FIXED_NAMES = {
     "obj": "o",
 }
 
-_PER_ARCH_NAMES = {
+PER_ARCH_NAMES = {
     "arch_list": "arch_list.txt",
     "cpp1.ii": "cpp1.ii",
     "cubin": "cubin",
@@ -198,11 +225,87 @@ _PER_ARCH_NAMES = {
 def file_name(stem, role):
     """The file name of `role` (e.g. `ptx:compute_90`) for a source named `stem`."""
     kind, _, arch = role.partition(":")
-    if kind in _FIXED_NAMES:
-        return "%s.%s" % (stem, _FIXED_NAMES[kind])
-    if kind in _PER_ARCH_NAMES and arch:
-        return "%s.%s.%s" % (stem, arch, _PER_ARCH_NAMES[kind])
+    if kind in FIXED_NAMES:
+        return "%s.%s" % (stem, FIXED_NAMES[kind])
+    if kind in PER_ARCH_NAMES and arch:
+        return "%s.%s.%s" % (stem, arch, PER_ARCH_NAMES[kind])
     fail("unknown file role '%s'" % role)
+
+# Every action the rules emit, by its steps' kinds joined with "+" (source_actions): its
+# mnemonic, its progress message, the toolchain's step_files it reads besides the host
+# compiler (nvcc's dryrun asks it for its version: every action), and whether it reads
+# the source and its headers. Compile actions format `progress` with (source, arch); the
+# device link's and mono's arguments are given beside each. Python's table of mnemonics
+# is tools/cuda_split/plan.py: MNEMONICS.
+ACTIONS = {
+    HOST_PREPROCESS + "+" + CUDAFE: struct(
+        mnemonic = "CudaFrontend",
+        progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
+        sdk_files = ["headers", "cudafe"],
+        reads_source = True,
+    ),
+    DEVICE_PREPROCESS: struct(
+        mnemonic = "CudaDevicePreprocess",
+        progress = "Preprocessing %s for %s (device)",
+        sdk_files = ["headers"],
+        reads_source = True,
+    ),
+    CICC: struct(
+        mnemonic = "CudaCicc",
+        progress = "Compiling %s for %s (cicc)",
+        sdk_files = ["cicc"],
+        reads_source = False,
+    ),
+    PTXAS: struct(
+        mnemonic = "CudaPtxas",
+        progress = "Assembling %s for %s (ptxas)",
+        sdk_files = ["ptxas"],
+        reads_source = False,
+    ),
+    # The host compile's input is preprocessed: only crt/host_runtime.h and its
+    # includes are read (host_headers, no CCCL).
+    FATBINARY + "+" + HOST_COMPILE: struct(
+        mnemonic = "CudaHostCompile",
+        progress = "Packing the fatbinary of %s%s and compiling its host code",
+        sdk_files = ["fatbinary", "host_headers"],
+        reads_source = False,
+    ),
+    # (source, the virtual archs)
+    MONO: struct(
+        mnemonic = "CudaCompileMono",
+        progress = "Compiling %s for %s (nvcc, all archs)",
+        sdk_files = ["compiler"],
+        reads_source = True,
+    ),
+    # The device link reads the toolchain's link_files. (binary, real arch, " -dlto" or "")
+    NVLINK: struct(
+        mnemonic = "CudaNvlink",
+        progress = "Device-linking %s for %s (nvlink%s)",
+        sdk_files = ["link"],
+        reads_source = False,
+    ),
+    # (binary)
+    REGISTER: struct(
+        mnemonic = "CudaRegister",
+        progress = "Listing the relocatable modules of %s",
+        sdk_files = ["link"],
+        reads_source = False,
+    ),
+    # (binary)
+    LINK_FATBINARY: struct(
+        mnemonic = "CudaLinkFatbinary",
+        progress = "Packing the device-linked fatbinary of %s",
+        sdk_files = ["link"],
+        reads_source = False,
+    ),
+    # (binary)
+    LINK_HOST_COMPILE: struct(
+        mnemonic = "CudaLinkStub",
+        progress = "Compiling the device-link stub of %s",
+        sdk_files = ["link"],
+        reads_source = False,
+    ),
+}
 
 def _step(kind, arch, inputs, outputs, names, nvcc_flags):
     return struct(
@@ -235,21 +338,21 @@ def source_steps(groups, per_arch_list = False):
     all_flags = [gencode(g) for g in groups]
     stubs = ["stub:" + g.virtual for g in groups]
     steps = [
-        _step("host_preprocess", "", [], ["cpp4.ii"], [], all_flags),
-        _step("cudafe", "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs, all_flags),
+        _step(HOST_PREPROCESS, "", [], ["cpp4.ii"], [], all_flags),
+        _step(CUDAFE, "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs, all_flags),
     ]
     images = []
     for g in groups:
         v = g.virtual
         if per_arch_list:
             own = [gencode(g)] if g.lto else ["-gencode=arch=%s,code=%s" % (v, v)]
-            steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v], [], own))
+            steps.append(_step(DEVICE_PREPROCESS, v, [], ["cpp1.ii:" + v], [], own))
         else:
-            steps.append(_step("device_preprocess", v, [], ["cpp1.ii:" + v, "arch_list:" + v], [], all_flags))
+            steps.append(_step(DEVICE_PREPROCESS, v, [], ["cpp1.ii:" + v, "arch_list:" + v], [], all_flags))
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
             steps.append(_step(
-                "cicc",
+                CICC,
                 v,
                 ["cpp1.ii:" + v, "module_id"],
                 ["ltoir:" + v, "stub:" + v],
@@ -259,7 +362,7 @@ def source_steps(groups, per_arch_list = False):
             images.append("ltoir:" + v)
             continue
         steps.append(_step(
-            "cicc",
+            CICC,
             v,
             ["cpp1.ii:" + v, "module_id"],
             ["ptx:" + v, "stub:" + v],
@@ -268,7 +371,7 @@ def source_steps(groups, per_arch_list = False):
         ))
         for r in g.reals:
             steps.append(_step(
-                "ptxas",
+                PTXAS,
                 r,
                 ["ptx:" + v],
                 ["cubin:" + r],
@@ -281,7 +384,7 @@ def source_steps(groups, per_arch_list = False):
         if not g.reals:
             # nvcc checks PTX-only code with a ptxas run that writes nothing.
             steps.append(_step(
-                "ptxas",
+                PTXAS,
                 v,
                 ["ptx:" + v],
                 ["ptxcheck:" + v],
@@ -289,15 +392,15 @@ def source_steps(groups, per_arch_list = False):
                 ["-gencode=arch=%s,code=%s" % (v, v)],
             ))
             images.append("ptxcheck:" + v)
-    steps.append(_step("fatbinary", "", images, ["fatbin.c"], [], all_flags))
-    steps.append(_step("host_compile", "", ["cudafe1.cpp", "fatbin.c"] + stubs, ["obj"], [], all_flags))
+    steps.append(_step(FATBINARY, "", images, ["fatbin.c"], [], all_flags))
+    steps.append(_step(HOST_COMPILE, "", ["cudafe1.cpp", "fatbin.c"] + stubs, ["obj"], [], all_flags))
     return steps
 
 # Steps that run in the action of the step before them: both see every arch and run
 # once a source, so one action (one interpreter, one dryrun, one sandbox) does both.
 _JOINS_PREVIOUS = {
-    "cudafe": "host_preprocess",
-    "host_compile": "fatbinary",
+    CUDAFE: HOST_PREPROCESS,
+    HOST_COMPILE: FATBINARY,
 }
 
 def source_actions(steps):

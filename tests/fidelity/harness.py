@@ -1,7 +1,8 @@
 """Compile one source twice, with the split steps and with plain nvcc, and compare.
 
-The split side runs `python -m cuda_split.step` once per step of
-`cuda_split.pipeline.source_steps`, in dependency order on a small thread pool, every
+The split side runs `python -m cuda_split.step` once per step the rules declare
+(`plan_bzl.source_steps`: plan.bzl run by the Starlark interpreter), in dependency order
+on a small thread pool, every
 file in one directory. The nvcc side runs
 `nvcc -ccbin HOST --keep --keep-dir K -c SRC -o K/<stem>.o <gencodes> <flags>` from the
 same working directory. nvcc names its kept files inconsistently (`x.sm_80.cubin` with one
@@ -22,7 +23,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from cuda_split import pipeline
+import plan_bzl
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
@@ -36,7 +37,7 @@ class CompileError(AssertionError):
 
 def gencode_flags(spec: str) -> list[str]:
     """nvcc's -gencode flags for a rules_cuda arch spec, as the split steps use them."""
-    return [g.gencode() for g in pipeline.parse_arch_spec(spec)]
+    return plan_bzl.gencode_flags(spec)
 
 
 def _run(argv: Sequence[str], cwd: pathlib.Path, env: Mapping[str, str] | None = None) -> str:
@@ -55,13 +56,13 @@ def _run(argv: Sequence[str], cwd: pathlib.Path, env: Mapping[str, str] | None =
 @dataclasses.dataclass
 class SplitResult:
     paths: dict[str, pathlib.Path]  # role -> file
-    steps: list[pipeline.StepSpec]
+    steps: list[plan_bzl.StepSpec]
 
 
 def step_argv(
     nvcc: pathlib.Path,
     src: str,
-    step: pipeline.StepSpec,
+    step: plan_bzl.StepSpec,
     paths: Mapping[str, str],
     flags: Sequence[str],
     *,
@@ -111,11 +112,11 @@ def split_compile(
 
     `kinds` limits the run to steps of those kinds; the files they read but do not write
     come from `inputs_from` (an earlier SplitResult's paths). `names` gives some roles
-    other file names than `pipeline.file_name`'s (still in `out_dir`).
+    other file names than the rules give them (still in `out_dir`).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    steps = pipeline.source_steps(pipeline.parse_arch_spec(spec))
-    paths = {r: pathlib.Path(p) for r, p in pipeline.source_paths(src, str(out_dir), steps).items()}
+    steps = plan_bzl.source_steps(spec)
+    paths = {r: pathlib.Path(p) for r, p in plan_bzl.source_paths(src, str(out_dir), steps).items()}
     for role, name in (names or {}).items():
         paths[role] = out_dir / name
     if kinds:
@@ -131,7 +132,7 @@ def split_compile(
     pending = list(steps)
     done: set[str] = set()  # roles written
     all_outputs = {r for s in steps for r in s.outputs}
-    running: dict[concurrent.futures.Future[str], pipeline.StepSpec] = {}
+    running: dict[concurrent.futures.Future[str], plan_bzl.StepSpec] = {}
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
         while pending or running:
             for step in list(pending):

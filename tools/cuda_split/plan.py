@@ -30,6 +30,8 @@ FATBINARY = "fatbinary"
 HOST_COMPILE = "host_compile"
 NVLINK = "nvlink"
 
+# The kinds of the steps of one source, as the rules' actions name them (`--kind`); the
+# Starlark twin is plan.bzl's STEP_KINDS (tests/test_plan_model.py checks they agree).
 STEP_KINDS = (
     HOST_PREPROCESS,
     CUDAFE,
@@ -39,6 +41,66 @@ STEP_KINDS = (
     FATBINARY,
     HOST_COMPILE,
 )
+
+# A device link's kinds (`--kind`) -> the step of nvcc's `-dlink` plan each runs, and the
+# one the step runner does itself: the registration file of the linked modules.
+LINK_KINDS = {
+    "nvlink": NVLINK,
+    "link_fatbinary": FATBINARY,
+    "link_host_compile": HOST_COMPILE,
+}
+REGISTER = "register"
+
+# The kind that runs nvcc's whole plan in one action (compile_mode=mono).
+MONO = "mono"
+
+# Each action's mnemonic -> the kinds it runs (plan.bzl's ACTIONS).
+MNEMONICS = {
+    "CudaFrontend": (HOST_PREPROCESS, CUDAFE),
+    "CudaDevicePreprocess": (DEVICE_PREPROCESS,),
+    "CudaCicc": (CICC,),
+    "CudaPtxas": (PTXAS,),
+    "CudaHostCompile": (FATBINARY, HOST_COMPILE),
+    "CudaCompileMono": (MONO,),
+    "CudaNvlink": ("nvlink",),
+    "CudaRegister": (REGISTER,),
+    "CudaLinkFatbinary": ("link_fatbinary",),
+    "CudaLinkStub": ("link_host_compile",),
+}
+
+# File names of roles, as the build systems declare them: `<stem>.<name>` for the roles
+# of a source, `<stem>.<arch>.<name>` for the per-arch ones (`ptx:compute_90` ->
+# `x.compute_90.ptx`). The Starlark twin is plan.bzl's FIXED_NAMES and PER_ARCH_NAMES;
+# tests/test_plan_model.py checks they agree.
+FIXED_NAMES = {
+    "cpp4.ii": "cpp4.ii",
+    "cudafe1.cpp": "cudafe1.cpp",
+    "fatbin.c": "fatbin.c",
+    "module_id": "module_id",
+    "reg.c": "reg.c",
+    "obj": "o",
+}
+PER_ARCH_NAMES = {
+    "arch_list": "arch_list.txt",
+    "cpp1.ii": "cpp1.ii",
+    "cubin": "cubin",
+    "linked": "linked.cubin",
+    "ltoir": "ltoir",
+    "ptx": "ptx",
+    "ptxcheck": "ptxcheck",
+    "stub": "cudafe1.stub.c",
+}
+
+
+def file_name(stem: str, role: str) -> str:
+    """The file name of `role` (e.g. `ptx:compute_90`) for a source named `stem`."""
+    kind, _, arch = role.partition(":")
+    if kind in FIXED_NAMES:
+        return f"{stem}.{FIXED_NAMES[kind]}"
+    if kind in PER_ARCH_NAMES and arch:
+        return f"{stem}.{arch}.{PER_ARCH_NAMES[kind]}"
+    raise ValueError(f"unknown file role '{role}'")
+
 
 # Role of files that nvcc writes but nothing downstream reads (cicc's host-side C and
 # device file in whole-program mode). The runner sends them to a scratch directory.

@@ -6,7 +6,7 @@ import dataclasses
 import sys
 
 from cuda_split import plan as planlib
-from cuda_split.step import StepCommand
+from cuda_split.command import StepCommand
 
 PROG = "nvcc-split"
 

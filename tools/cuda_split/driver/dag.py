@@ -7,11 +7,11 @@ import re
 from collections.abc import Sequence
 
 from cuda_split import plan as planlib
+from cuda_split.command import StepCommand
 from cuda_split.driver.common import Node, Unsplittable
-from cuda_split.step import StepCommand
 
 # File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
-_ROLE_SUFFIXES = {"stub": "cudafe1.stub.c"}
+_ROLE_SUFFIXES = {"stub": planlib.PER_ARCH_NAMES["stub"]}
 
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 

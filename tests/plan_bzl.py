@@ -1,0 +1,132 @@
+"""The rules' plan of a source, from `rules_cuda_split/private/plan.bzl` itself.
+
+There is no Python copy of plan.bzl: tests that need its arch parsing or the steps it
+predicts for a source outside Bazel (the fidelity harness, the comparison with nvcc's own
+`--dryrun` in tests/test_plan_model.py) run plan.bzl in the Starlark interpreter that
+scripts/setup.sh builds and read its answer as JSON. File names come from Python's
+`cuda_split.plan.file_name`, which tests/test_plan_model.py checks against plan.bzl's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import pathlib
+import tempfile
+from collections.abc import Sequence
+
+from cuda_split import plan as planlib
+from starlark_util import run_starlark
+
+PLAN_BZL = "//rules_cuda_split/private:plan.bzl"
+
+
+class ArchSpecError(ValueError):
+    """plan.bzl refused the arch spec; the message is its own."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchGroup:
+    """One group of a parsed arch spec: one virtual arch (one cicc) and its codes."""
+
+    virtual: str
+    reals: tuple[str, ...]
+    embed_ptx: bool
+    lto: bool
+    gencode: str  # plan.bzl's -gencode flag for the group
+
+
+@dataclasses.dataclass
+class StepSpec:
+    """One step plan.bzl predicts: the roles it reads, writes and only names, and the
+    arch flags of its dryrun."""
+
+    kind: str
+    arch: str
+    inputs: list[str]
+    outputs: list[str]
+    names: list[str]
+    nvcc_flags: list[str]
+
+    def file_args(self, paths: dict[str, str]) -> list[str]:
+        return [f"--file={r}={paths[r]}" for r in [*self.inputs, *self.outputs, *self.names]]
+
+    def flag_args(self, target_flags: Sequence[str]) -> list[str]:
+        """The step's `--nvcc-flag`s: its arch flags, then the target's."""
+        return [f"--nvcc-flag={f}" for f in [*self.nvcc_flags, *target_flags]]
+
+
+def evaluate(body: str) -> object:
+    """Runs Starlark `body` after loading plan.bzl's public names; returns the JSON it
+    prints."""
+    prelude = (
+        f'load("{PLAN_BZL}", "ACCEPTED_FORMS", "ACTIONS", "FIXED_NAMES", "LINK_KINDS", '
+        '"PER_ARCH_NAMES", "STEP_KINDS", "file_name", "gencode", "parse_arch_spec", '
+        '"source_actions", "source_steps", "unsupported_archs")\n'
+    )
+    fd, name = tempfile.mkstemp(suffix=".star")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(prelude + body)
+        proc = run_starlark(pathlib.Path(name))
+    finally:
+        os.unlink(name)
+    if proc.returncode != 0:
+        raise RuntimeError(f"plan.bzl failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+@functools.cache
+def _plan(spec: str, per_arch_list: bool) -> str:
+    return json.dumps(
+        evaluate(
+            "def main():\n"
+            f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
+            "    if err:\n"
+            "        return {'error': err}\n"
+            "    return {\n"
+            "        'groups': [[g.virtual, g.reals, g.embed_ptx, g.lto, gencode(g)]\n"
+            "                   for g in groups],\n"
+            "        'steps': [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
+            "                   'outputs': s.outputs, 'names': s.names,\n"
+            "                   'nvcc_flags': s.nvcc_flags}\n"
+            f"                  for s in source_steps(groups, {per_arch_list})],\n"
+            "    }\n"
+            "print(json.encode(main()))\n"
+        )
+    )
+
+
+def _evaluated(spec: str, per_arch_list: bool = False) -> dict:
+    got = json.loads(_plan(spec, per_arch_list))
+    if "error" in got:
+        raise ArchSpecError(got["error"])
+    return got
+
+
+def parse_arch_spec(spec: str) -> list[ArchGroup]:
+    """plan.bzl's parse of a rules_cuda arch spec; raises ArchSpecError with its message."""
+    return [
+        ArchGroup(v, tuple(reals), embed, lto, gencode)
+        for v, reals, embed, lto, gencode in _evaluated(spec)["groups"]
+    ]
+
+
+def gencode_flags(spec: str) -> list[str]:
+    """nvcc's -gencode flags for `spec`, as the rules pass them."""
+    return [g.gencode for g in parse_arch_spec(spec)]
+
+
+def source_steps(spec: str, per_arch_list: bool = False) -> list[StepSpec]:
+    """The steps plan.bzl declares for one source and `spec`, in its order."""
+    return [StepSpec(**s) for s in _evaluated(spec, per_arch_list)["steps"]]
+
+
+def source_paths(src: str, out_dir: str, steps: Sequence[StepSpec]) -> dict[str, str]:
+    """Role -> path for every file of a source's steps, all in `out_dir`, named as the
+    rules name them."""
+    stem = os.path.splitext(os.path.basename(src))[0]
+    roles = {r for s in steps for r in (*s.inputs, *s.outputs, *s.names)}
+    return {r: os.path.join(out_dir, planlib.file_name(stem, r)) for r in sorted(roles)}
