@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from cuda_split import explain
+from cuda_split import execlog, explain
 
 BIN = "bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x"
 
@@ -117,10 +117,10 @@ def test_read_log_accepts_concatenated_objects_and_arrays(tmp_path: pathlib.Path
     (tmp_path / "stream.json").write_text('{"mnemonic": "A"}\n{\n "mnemonic": "B"\n}\n')
     (tmp_path / "array.json").write_text('[{"mnemonic": "A"}, {"mnemonic": "B"}]')
     for name in ("stream.json", "array.json"):
-        assert [s["mnemonic"] for s in explain.read_log(str(tmp_path / name))] == ["A", "B"]
+        assert [s["mnemonic"] for s in execlog.read_log(str(tmp_path / name))] == ["A", "B"]
     (tmp_path / "bad.json").write_text('{"mnemonic": "A"} nonsense')
     with pytest.raises(ValueError, match="not an execution log"):
-        explain.read_log(str(tmp_path / "bad.json"))
+        execlog.read_log(str(tmp_path / "bad.json"))
 
 
 def test_hits_and_misses_with_the_differing_argument(
@@ -298,7 +298,7 @@ def test_rows_keyed_by_target_source_and_arch(
 
 
 def test_target_from_output_path() -> None:
-    t = explain.target_of_output
+    t = execlog.target_of_output
     assert t("bazel-out/k8-fastbuild/bin/examples/thrust/_cuda/thrust_cub_cuda/m/m.o") == (
         "//examples/thrust:thrust_cub_cuda"
     )

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
-from cuda_split.explain import read_log
+from cuda_split.execlog import read_log
 from reapi.backend import Backend, backend_for_tests, free_port
 
 pytestmark = pytest.mark.bazel

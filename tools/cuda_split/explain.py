@@ -20,13 +20,11 @@ The table is wrapped to the terminal's width (`--width`); `--json` prints the ro
 JSON instead (`--json=FILE` writes them to FILE and prints the table).
 
 `arch-list` reports, per target, which sources' device code depends on the arch list of
-the build (`__CUDA_ARCH_LIST__`): CUB and Thrust (CCCL) name their inline namespaces
-after it (`CUB_300001_SM_800_900`), so those sources' PTX and cubins differ between arch
-sets and cannot be shared across builds with different `--archs`. It reads the reports
-the split's arch-list checks leave under Bazel output directories
-(`*.<arch>.arch_list.txt`, output group `cuda_arch_list`: which included files name the
-macro), and for device-preprocessed sources without one (`*.cpp1.ii`) looks for CCCL's
-arch-list namespaces.
+the build (`__CUDA_ARCH_LIST__`), from the reports of the split's arch-list checks
+(archlist_report.py).
+
+This module compares two builds' actions and prints the result; execlog.py reads the
+logs and names each action (target, source, arch).
 """
 
 from __future__ import annotations
@@ -36,172 +34,15 @@ import dataclasses
 import difflib
 import json
 import os
-import re
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+
+from cuda_split.archlist_report import ARCH_LIST_NAMESPACE, arch_list_uses, format_arch_list
+from cuda_split.execlog import Spawn, cuda_spawns, read_log
 
 PROG = "cuda-split"
-
-# Namespaces CCCL derives from __CUDA_ARCH_LIST__ (CUB_300001_SM_800_900,
-# THRUST_300001_SM_800_900_NS): a source whose device code has one depends on the list.
-ARCH_LIST_NAMESPACE = re.compile(rb"\b(?:CUB|THRUST)_\d+_SM_\d+(?:_\d+)*(?:_NS)?\b")
-_ARCH = r"(?:sm|compute|lto)_\d+[af]?"
-_PROGRESS_ARCH = re.compile(rf"\bfor ({_ARCH}(?:,{_ARCH})*)")
-_ANY_ARCH = re.compile(rf"(?<![\w-])({_ARCH})(?![\w-])")
-# An arch in an output's name: `x.compute_90.ptx`, `x.sm_90.cubin`, `dlink.sm_90.cubin`.
-_OUTPUT_ARCH = re.compile(rf"\.({_ARCH})\.")
-# `bazel-out/<config>/bin/` (or genfiles) before a package's outputs.
-_OUTPUT_ROOT = re.compile(r"^(?:.*/)?bazel-out/[^/]+/(?:bin|genfiles)/")
-_FIRST_LINE_MARKER = re.compile(rb'# \d+ "([^"<]+)"')
-_PROGRESS_SOURCE = re.compile(r"(?<![\w./+:@-])([\w./+-]+\.(?:cu|cc|cpp|cxx|c))\b")
-
-
-@dataclasses.dataclass
-class Spawn:
-    """One action of an execution log, with what identifies it across builds."""
-
-    raw: dict[str, object]
-    execroot: str | None = None
-
-    @property
-    def mnemonic(self) -> str:
-        return str(self.raw.get("mnemonic", ""))
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return tuple(sorted(str(o) for o in self.raw.get("listedOutputs", []) or []))  # type: ignore[union-attr]
-
-    @property
-    def args(self) -> list[str]:
-        return [str(a) for a in self.raw.get("commandArgs", []) or []]  # type: ignore[union-attr]
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {
-            str(e["name"]): str(e.get("value", ""))
-            for e in self.raw.get("environmentVariables", []) or []  # type: ignore[union-attr]
-        }
-
-    @property
-    def platform(self) -> dict[str, str]:
-        props = (self.raw.get("platform") or {}).get("properties", []) or []  # type: ignore[union-attr]
-        return {str(p["name"]): str(p.get("value", "")) for p in props}
-
-    @property
-    def inputs(self) -> dict[str, str]:
-        """path -> "hash/size"."""
-        found = {}
-        for i in self.raw.get("inputs", []) or []:  # type: ignore[union-attr]
-            d = i.get("digest") or {}
-            found[str(i["path"])] = f"{d.get('hash', '')}/{d.get('sizeBytes', '0')}"
-        return found
-
-    @property
-    def hit(self) -> bool:
-        return bool(self.raw.get("remoteCacheHit")) or "cache hit" in str(
-            self.raw.get("runner", "")
-        )
-
-    @property
-    def runner(self) -> str:
-        return str(self.raw.get("runner", ""))
-
-    def params(self) -> list[str] | None:
-        """The arguments in the action's params file, when its execroot has the file."""
-        for path in self.inputs:
-            if path.endswith(".params") and self.execroot:
-                full = os.path.join(self.execroot, path)
-                try:
-                    with open(full, encoding="utf-8", errors="replace") as f:
-                        return f.read().splitlines()
-                except OSError:
-                    return None
-        return None
-
-    @property
-    def arch(self) -> str:
-        """The step's arch: `--arch` in its params, else the arch its progress message or
-        its outputs' names carry (`x.sm_90.cubin`); "" for a step of every arch."""
-        params = self.params() or []
-        if "--arch" in params[:-1]:
-            return params[params.index("--arch") + 1]
-        progress = str(self.raw.get("progressMessage", ""))
-        m = _PROGRESS_ARCH.search(progress) or _ANY_ARCH.search(progress)
-        if m:
-            return m.group(1)
-        found = {m.group(1) for o in self.outputs if (m := _OUTPUT_ARCH.search(o))}
-        return found.pop() if len(found) == 1 else ""
-
-    @property
-    def source(self) -> str:
-        """The source the step compiles: `--src` in its params, else the one its progress
-        message names; "" for a step of a whole target (the device link)."""
-        params = self.params() or []
-        if "--src" in params[:-1]:
-            return params[params.index("--src") + 1]
-        m = _PROGRESS_SOURCE.search(str(self.raw.get("progressMessage", "")))
-        return m.group(1) if m else ""
-
-    @property
-    def target(self) -> str:
-        """The label of the target the action belongs to: the log's own field (newer
-        Bazels write `targetLabel`), else from the rules' output path
-        (`<pkg>/_cuda/<target>/...`), else the label the progress message names."""
-        label = self.raw.get("targetLabel")
-        if label:
-            return str(label)
-        for out in self.outputs:
-            if found := target_of_output(out):
-                return found
-        m = re.search(
-            r"(@[\w.~+-]*)?//[\w./+-]*:[\w./+@-]+", str(self.raw.get("progressMessage", ""))
-        )
-        return m.group(0) if m else ""
-
-
-def target_of_output(path: str) -> str:
-    """`bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x.o` -> `//pkg:lib`; the repository's
-    name for `.../bin/external/repo/pkg/...`; "" for a path outside `_cuda/`."""
-    m = _OUTPUT_ROOT.match(path)
-    rel = path[m.end() :] if m else path
-    repo = ""
-    if rel.startswith("external/"):
-        repo_name, _, rel = rel.removeprefix("external/").partition("/")
-        repo = "@" + repo_name
-    rel = "/" + rel
-    pkg, sep, rest = rel.partition("/_cuda/")
-    if not sep or "/" not in rest:
-        return ""
-    return f"{repo}//{pkg.lstrip('/')}:{rest.partition('/')[0]}"
-
-
-def read_log(path: str) -> list[dict[str, object]]:
-    """The spawns of an execution log: concatenated JSON objects (or one JSON array)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    decoder = json.JSONDecoder()
-    found: list[dict[str, object]] = []
-    i = 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return found
-        try:
-            obj, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not an execution log (JSON objects): {e}") from None
-        if isinstance(obj, list):
-            found.extend(o for o in obj if isinstance(o, dict))
-        elif isinstance(obj, dict):
-            found.append(obj)
-
-
-def cuda_spawns(raw: Iterable[dict[str, object]], execroot: str | None, all_: bool) -> list[Spawn]:
-    spawns = [Spawn(r, execroot) for r in raw]
-    return [s for s in spawns if all_ or s.mnemonic.startswith("Cuda")]
 
 
 @dataclasses.dataclass
@@ -486,116 +327,6 @@ def _pieces(word: str, room: int) -> Iterator[tuple[str, bool]]:
         yield word[:cut], glued
         word, glued = word[cut:], True
     yield word, glued
-
-
-# ---------------------------------------------------------------------------------------
-# arch-list
-
-
-@dataclasses.dataclass
-class ArchListUse:
-    target: str
-    source: str
-    arch: str
-    # What makes the device code depend on the arch list: the included files that name
-    # __CUDA_ARCH_LIST__ (from an arch-list report), or CCCL namespaces found in the
-    # preprocessed source. Empty: it does not.
-    through: list[str]
-
-
-_REPORT = re.compile(r"^(\S+) (\S+): (?:depends on \S+ through: (.*?)|independent of \S+)(?:;|$)")
-
-
-def arch_list_uses(bin_dirs: Iterable[str]) -> list[ArchListUse]:
-    """Per source and virtual arch under `bin_dirs` (`<pkg>/_cuda/<target>/...`), what
-    makes its device code depend on the arch list."""
-    found = []
-    for bin_dir in bin_dirs:
-        reported = set()
-        for path in sorted(_walk(bin_dir, ".arch_list.txt")):
-            if _stale_report(path):
-                continue
-            target = _target_of(bin_dir, path)
-            with open(path, encoding="utf-8") as f:
-                m = _REPORT.match(f.readline())
-            if not m:
-                raise ValueError(f"{path}: not an arch-list report")
-            through = m.group(3).split(", ") if m.group(3) else []
-            found.append(ArchListUse(target, m.group(1), m.group(2), through))
-            reported.add(path.removesuffix(".arch_list.txt"))
-        for path in sorted(_walk(bin_dir, ".cpp1.ii")):
-            if path.removesuffix(".cpp1.ii") in reported:
-                continue
-            with open(path, "rb") as f:
-                text = f.read()
-            names = sorted({n.decode() for n in ARCH_LIST_NAMESPACE.findall(text)})
-            _stem, arch = _split_ii_name(os.path.basename(path))
-            # The preprocessor's first line marker names the source: `# 0 "pkg/x.cu"`.
-            m = _FIRST_LINE_MARKER.match(text)
-            source = m.group(1).decode() if m else os.path.relpath(path, bin_dir)
-            found.append(ArchListUse(_target_of(bin_dir, path), source, arch, names))
-    return found
-
-
-# A report older than the .cpp1.ii beside it by more than this is from an earlier build
-# (one with device_arch_list=build, before a per_arch build wrote the .cpp1.ii itself).
-_STALE_SECONDS = 2.0
-
-
-def _stale_report(path: str) -> bool:
-    ii = path.removesuffix(".arch_list.txt") + ".cpp1.ii"
-    try:
-        return os.path.getmtime(ii) - os.path.getmtime(path) > _STALE_SECONDS
-    except OSError:
-        return False
-
-
-def _target_of(bin_dir: str, path: str) -> str:
-    rel = os.path.relpath(path, bin_dir).replace(os.sep, "/")
-    pkg, sep, rest = rel.partition("/_cuda/")
-    if not sep:
-        pkg, rest = "", rel.removeprefix("_cuda/")
-    return f"//{pkg}:{rest.partition('/')[0]}"
-
-
-def _split_ii_name(name: str) -> tuple[str, str]:
-    """`x.compute_90.cpp1.ii` -> ("x", "compute_90")."""
-    base = name.removesuffix(".cpp1.ii")
-    stem, _, arch = base.rpartition(".")
-    return stem, arch
-
-
-def _walk(root: str, suffix: str) -> Iterator[str]:
-    for dirpath, _dirs, files in os.walk(root, followlinks=True):
-        for f in files:
-            if f.endswith(suffix):
-                yield os.path.join(dirpath, f)
-
-
-def format_arch_list(uses: Sequence[ArchListUse]) -> str:
-    per_target: dict[str, dict[str, set[str]]] = {}
-    for u in uses:
-        per_target.setdefault(u.target, {}).setdefault(u.source, set()).update(u.through)
-    lines = []
-    for target in sorted(per_target):
-        sources = per_target[target]
-        dependent = {s: n for s, n in sources.items() if n}
-        verdict = (
-            f"{len(dependent)} of {len(sources)} sources depend on the arch list"
-            if dependent
-            else f"none of {len(sources)} sources depends on the arch list"
-        )
-        lines.append(f"{target}: {verdict}")
-        for s in sorted(dependent):
-            lines.append(f"  {s}: {', '.join(sorted(dependent[s]))}")
-    if any(u.through for u in uses):
-        lines.append(
-            "Device code of the sources above depends on the build's arch list "
-            "(__CUDA_ARCH_LIST__; CUB and Thrust name namespaces after it): their PTX and "
-            "cubins differ between arch sets, so builds with other archs do not share "
-            "them (see --@rules_cuda_split//cuda:device_arch_list=per_arch)."
-        )
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+"""Bazel's execution log, read for `cuda-split explain`: its spawns and what names each.
+
+`--execution_log_json_file` writes one JSON object per spawn (Bazel 4.2.3 as a stream of
+concatenated objects, newer Bazels the same; one JSON array also works). A `Spawn` wraps
+one: its mnemonic, declared outputs, arguments, environment, platform, inputs (path and
+digest), whether it was a remote cache hit, and what names a CUDA step across builds: its
+target (the log's `targetLabel`, else the rules' output path `<pkg>/_cuda/<target>/...`),
+source and arch (from the step's params file under its build's execroot, its progress
+message or its outputs' names).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Iterable
+
+_ARCH = r"(?:sm|compute|lto)_\d+[af]?"
+_PROGRESS_ARCH = re.compile(rf"\bfor ({_ARCH}(?:,{_ARCH})*)")
+_ANY_ARCH = re.compile(rf"(?<![\w-])({_ARCH})(?![\w-])")
+# An arch in an output's name: `x.compute_90.ptx`, `x.sm_90.cubin`, `dlink.sm_90.cubin`.
+_OUTPUT_ARCH = re.compile(rf"\.({_ARCH})\.")
+# `bazel-out/<config>/bin/` (or genfiles) before a package's outputs.
+_OUTPUT_ROOT = re.compile(r"^(?:.*/)?bazel-out/[^/]+/(?:bin|genfiles)/")
+_PROGRESS_SOURCE = re.compile(r"(?<![\w./+:@-])([\w./+-]+\.(?:cu|cc|cpp|cxx|c))\b")
+
+
+@dataclasses.dataclass
+class Spawn:
+    """One action of an execution log, with what identifies it across builds."""
+
+    raw: dict[str, object]
+    execroot: str | None = None
+
+    @property
+    def mnemonic(self) -> str:
+        return str(self.raw.get("mnemonic", ""))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(sorted(str(o) for o in self.raw.get("listedOutputs", []) or []))  # type: ignore[union-attr]
+
+    @property
+    def args(self) -> list[str]:
+        return [str(a) for a in self.raw.get("commandArgs", []) or []]  # type: ignore[union-attr]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            str(e["name"]): str(e.get("value", ""))
+            for e in self.raw.get("environmentVariables", []) or []  # type: ignore[union-attr]
+        }
+
+    @property
+    def platform(self) -> dict[str, str]:
+        props = (self.raw.get("platform") or {}).get("properties", []) or []  # type: ignore[union-attr]
+        return {str(p["name"]): str(p.get("value", "")) for p in props}
+
+    @property
+    def inputs(self) -> dict[str, str]:
+        """path -> "hash/size"."""
+        found = {}
+        for i in self.raw.get("inputs", []) or []:  # type: ignore[union-attr]
+            d = i.get("digest") or {}
+            found[str(i["path"])] = f"{d.get('hash', '')}/{d.get('sizeBytes', '0')}"
+        return found
+
+    @property
+    def hit(self) -> bool:
+        return bool(self.raw.get("remoteCacheHit")) or "cache hit" in str(
+            self.raw.get("runner", "")
+        )
+
+    @property
+    def runner(self) -> str:
+        return str(self.raw.get("runner", ""))
+
+    def params(self) -> list[str] | None:
+        """The arguments in the action's params file, when its execroot has the file."""
+        for path in self.inputs:
+            if path.endswith(".params") and self.execroot:
+                full = os.path.join(self.execroot, path)
+                try:
+                    with open(full, encoding="utf-8", errors="replace") as f:
+                        return f.read().splitlines()
+                except OSError:
+                    return None
+        return None
+
+    @property
+    def arch(self) -> str:
+        """The step's arch: `--arch` in its params, else the arch its progress message or
+        its outputs' names carry (`x.sm_90.cubin`); "" for a step of every arch."""
+        params = self.params() or []
+        if "--arch" in params[:-1]:
+            return params[params.index("--arch") + 1]
+        progress = str(self.raw.get("progressMessage", ""))
+        m = _PROGRESS_ARCH.search(progress) or _ANY_ARCH.search(progress)
+        if m:
+            return m.group(1)
+        found = {m.group(1) for o in self.outputs if (m := _OUTPUT_ARCH.search(o))}
+        return found.pop() if len(found) == 1 else ""
+
+    @property
+    def source(self) -> str:
+        """The source the step compiles: `--src` in its params, else the one its progress
+        message names; "" for a step of a whole target (the device link)."""
+        params = self.params() or []
+        if "--src" in params[:-1]:
+            return params[params.index("--src") + 1]
+        m = _PROGRESS_SOURCE.search(str(self.raw.get("progressMessage", "")))
+        return m.group(1) if m else ""
+
+    @property
+    def target(self) -> str:
+        """The label of the target the action belongs to: the log's own field (newer
+        Bazels write `targetLabel`), else from the rules' output path
+        (`<pkg>/_cuda/<target>/...`), else the label the progress message names."""
+        label = self.raw.get("targetLabel")
+        if label:
+            return str(label)
+        for out in self.outputs:
+            if found := target_of_output(out):
+                return found
+        m = re.search(
+            r"(@[\w.~+-]*)?//[\w./+-]*:[\w./+@-]+", str(self.raw.get("progressMessage", ""))
+        )
+        return m.group(0) if m else ""
+
+
+def target_of_output(path: str) -> str:
+    """`bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x.o` -> `//pkg:lib`; the repository's
+    name for `.../bin/external/repo/pkg/...`; "" for a path outside `_cuda/`."""
+    m = _OUTPUT_ROOT.match(path)
+    rel = path[m.end() :] if m else path
+    repo = ""
+    if rel.startswith("external/"):
+        repo_name, _, rel = rel.removeprefix("external/").partition("/")
+        repo = "@" + repo_name
+    rel = "/" + rel
+    pkg, sep, rest = rel.partition("/_cuda/")
+    if not sep or "/" not in rest:
+        return ""
+    return f"{repo}//{pkg.lstrip('/')}:{rest.partition('/')[0]}"
+
+
+def read_log(path: str) -> list[dict[str, object]]:
+    """The spawns of an execution log: concatenated JSON objects (or one JSON array)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    decoder = json.JSONDecoder()
+    found: list[dict[str, object]] = []
+    i = 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return found
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not an execution log (JSON objects): {e}") from None
+        if isinstance(obj, list):
+            found.extend(o for o in obj if isinstance(o, dict))
+        elif isinstance(obj, dict):
+            found.append(obj)
+
+
+def cuda_spawns(raw: Iterable[dict[str, object]], execroot: str | None, all_: bool) -> list[Spawn]:
+    spawns = [Spawn(r, execroot) for r in raw]
+    return [s for s in spawns if all_ or s.mnemonic.startswith("Cuda")]
