@@ -39,6 +39,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from cuda_split import plan as planlib
 from cuda_split.archlist_report import ARCH_LIST_NAMESPACE, arch_list_uses, format_arch_list
 from cuda_split.execlog import Spawn, cuda_spawns, read_log
 
@@ -101,26 +102,8 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
     return rows
 
 
-_STEP_ORDER = {
-    m: i
-    for i, m in enumerate(
-        [
-            "CudaHostPreprocess",
-            "CudaFrontend",
-            "CudaDevicePreprocess",
-            "CudaArchList",
-            "CudaCicc",
-            "CudaPtxas",
-            "CudaFatbinary",
-            "CudaHostCompile",
-            "CudaCompileMono",
-            "CudaNvlink",
-            "CudaRegister",
-            "CudaLinkFatbinary",
-            "CudaLinkStub",
-        ]
-    )
-}
+# Rows in the order of nvcc's pipeline: plan.py's table of the rules' mnemonics.
+_STEP_ORDER = {m: i for i, m in enumerate(planlib.MNEMONICS)}
 
 # What an input of a step is, by the end of its name (the split's file names, plan.bzl's
 # file_name): the words a reason uses for it.
