@@ -6,6 +6,7 @@ catches a planted violation and ignores names in comments and strings."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import textwrap
@@ -130,21 +131,23 @@ def test_loads_of_rules_cc_in_build_files_count() -> None:
 
 def test_generated_sdk_build_file_loads_what_it_uses(tmp_path: pathlib.Path) -> None:
     """The BUILD file cuda_sdk_repository writes (its cc_library targets)."""
+    template = (REPO / "rules_cuda_split" / "private" / "sdk.BUILD.tpl").read_text()
     (text,) = eval_json(
         tmp_path,
-        """\
+        f"""\
 load("//rules_cuda_split/private:sdk_repository.bzl", "sdk_build_file")
-print(json.encode([sdk_build_file(struct(
+TEMPLATE = {json.dumps(template)}
+print(json.encode([sdk_build_file(TEMPLATE, struct(
     path = "/sdk", source = "$CUDA_PATH", version = "13.0.88", include_dir = "include",
     lib_dir = "lib", libnvvm = ["lib/libnvvm.so.4"],
-    shared_libs = {"cublas": ["lib/libcublas.so.13", "lib/libcublasLt.so.13"]},
+    shared_libs = {{"cublas": ["lib/libcublas.so.13", "lib/libcublasLt.so.13"]}},
     real_archs = ["sm_90"], virtual_archs = ["compute_90"],
     exec_constraints = ["@platforms//os:linux"],
 ))]))
 """,
     )
     assert "cc_library(" in text
-    assert scan_text(text, "@local_cuda//:BUILD.bazel", is_build=True) == []
+    assert scan_text(text, "@cuda//:BUILD.bazel", is_build=True) == []
 
 
 def test_readme_compatibility_table_names_each_version_and_its_guards() -> None:

@@ -199,6 +199,7 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
 # The SDK repository's pure helpers (the repository rule itself needs Bazel).
 
 _SDK_BZL = "//rules_cuda_split/private:sdk_repository.bzl"
+_SDK_TEMPLATE = (REPO / "rules_cuda_split" / "private" / "sdk.BUILD.tpl").read_text()
 
 NVCC_VERSION = """\
 nvcc: NVIDIA (R) Cuda compiler driver
@@ -395,7 +396,7 @@ def _generated_build(tmp_path: pathlib.Path, layout: dict) -> list[Call]:
         tmp_path,
         f"""\
         load("{_SDK_BZL}", "sdk_build_file")
-        print(sdk_build_file(struct(**{layout!r})))
+        print(sdk_build_file({json.dumps(_SDK_TEMPLATE)}, struct(**{layout!r})))
         """,
     )
     build = tmp_path / "BUILD.bazel"
