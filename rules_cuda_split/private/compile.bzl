@@ -118,7 +118,7 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     groups_dirs = {kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind)) for kind in _MONO_GROUPS}
-    kind = ACTIONS[MONO]
+    action = ACTIONS[MONO]
     args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
     args.add("--file=module_id=%s" % module_id.path)
@@ -129,10 +129,10 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     run_step(
         ctx,
         args = args,
-        inputs = depset([src], transitive = sdk_inputs(toolchain, kind.sdk_files) + [cc_toolchain.all_files, headers]),
+        inputs = depset([src], transitive = sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files, headers]),
         outputs = [obj, module_id, keep] + groups_dirs.values(),
-        mnemonic = kind.mnemonic,
-        progress_message = kind.progress % (
+        mnemonic = action.mnemonic,
+        progress_message = action.progress % (
             src.short_path,
             ",".join([g.virtual for g in groups]),
         ),

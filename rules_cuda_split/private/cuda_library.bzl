@@ -46,7 +46,8 @@ def _include_flags(compilation_context, toolchain, bin_dir):
     sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
-    flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root, bin_dir)]
+    quote_includes = compilation_context.quote_includes.to_list()
+    flags = ["-I" + d for d in _not_sdk(quote_includes, sdk_root, bin_dir)]
     flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root, bin_dir)]
     for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root, bin_dir):
         flags += ["-isystem", d]
@@ -107,7 +108,8 @@ def _own_compilation_context(ctx):
     repository's root in the source and output trees (so `#include "pkg/k.h"` works in
     external repositories too) and `includes`, relative to the package."""
     bin_root = ctx.bin_dir.path
-    quote = [_repo_relative(ctx, ""), bin_root + "/" + _repo_relative(ctx, "") if ctx.label.workspace_root else bin_root]
+    root = _repo_relative(ctx, "")
+    quote = [root, bin_root + "/" + root if ctx.label.workspace_root else bin_root]
     includes = []
     for inc in ctx.attr.includes:
         path = _repo_relative(ctx, ctx.label.package + ("/" + inc if inc and inc != "." else ""))
@@ -137,16 +139,18 @@ def _compile_sources(ctx, *, toolchain, cc_toolchain, groups, compilation_contex
     nvcc_flags = _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split)
     if per_arch_list:
         nvcc_flags += ["-D" + d for d in PER_ARCH_CCCL_DEFINES]
-    sources = [f for f in ctx.files.srcs if f.extension in CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS]
+    compiled = CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS
+    sources = [f for f in ctx.files.srcs if f.extension in compiled]
     private_headers = [f for f in ctx.files.srcs if f not in sources]
     headers = depset(ctx.files.hdrs + private_headers, transitive = [compilation_context.headers])
     outputs = []
     for src in sources:
+        # nvcc compiles C++ sources as CUDA only when told.
+        language = ["-x", "cu"] if src.extension in CXX_SOURCE_EXTENSIONS else []
         common = dict(
             src = src,
             groups = groups,
-            # nvcc compiles C++ sources as CUDA only when told.
-            nvcc_flags = (["-x", "cu"] if src.extension in CXX_SOURCE_EXTENSIONS else []) + nvcc_flags,
+            nvcc_flags = language + nvcc_flags,
             toolchain = toolchain,
             cc_toolchain = cc_toolchain,
             headers = headers,
@@ -204,6 +208,51 @@ def _rdc_info(ctx, outputs, groups, split):
         libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],
     )
 
+def _providers(
+        ctx,
+        *,
+        toolchain,
+        groups,
+        outputs,
+        compilation_context,
+        linking_context,
+        deps_cc,
+        split):
+    """What a cuda_library gives: its files, CcInfo, CudaInfo, CudaRdcInfo, output groups."""
+    objects = [o.obj for o in outputs]
+    ptx = depset([f for o in outputs for f in o.ptx])
+    cubins = depset([f for o in outputs for f in o.cubins])
+    fatbins = depset([f for o in outputs for f in o.fatbins])
+    arch_lists = [f for o in outputs for r, f in o.files.items() if r.startswith("arch_list:")]
+    archives = [
+        lib.static_library or lib.pic_static_library
+        for li in linking_context.linker_inputs.to_list()
+        if li.owner == ctx.label
+        for lib in li.libraries
+    ]
+    own = CcInfo(compilation_context = compilation_context, linking_context = linking_context)
+    return [
+        DefaultInfo(files = depset(objects + archives)),
+        # The CUDA runtime's headers and library reach dependents, as with rules_cuda:
+        # a cc_library/cc_binary using this one can include <cuda_runtime.h>. (CUDA
+        # targets leave the SDK's include paths out of nvcc's flags: nvcc adds its own.)
+        cc_common.merge_cc_infos(direct_cc_infos = [own], cc_infos = [toolchain.cudart] + deps_cc),
+        CudaInfo(
+            ptx = ptx,
+            cubins = cubins,
+            fatbins = fatbins,
+            archs = ["%s:%s" % (g.virtual, ",".join(codes_of(g))) for g in groups],
+            rdc = ctx.attr.rdc,
+        ),
+        _rdc_info(ctx, outputs, groups, split),
+        OutputGroupInfo(
+            cuda_ptx = ptx,
+            cuda_cubin = cubins,
+            cuda_fatbin = fatbins,
+            cuda_arch_list = depset(arch_lists),
+        ),
+    ]
+
 def _cuda_library_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
     cc_toolchain = find_cc_toolchain(ctx)
@@ -224,40 +273,23 @@ def _cuda_library_impl(ctx):
         compilation_context = compilation_context,
         split = split,
     )
-    objects = [o.obj for o in outputs]
-    linking_context = _link(ctx, objects = objects, deps_cc = deps_cc, toolchain = toolchain, cc_toolchain = cc_toolchain)
-    ptx = depset([f for o in outputs for f in o.ptx])
-    cubins = depset([f for o in outputs for f in o.cubins])
-    fatbins = depset([f for o in outputs for f in o.fatbins])
-    return [
-        DefaultInfo(files = depset(objects + [
-            lib.static_library or lib.pic_static_library
-            for li in linking_context.linker_inputs.to_list()
-            if li.owner == ctx.label
-            for lib in li.libraries
-        ])),
-        # The CUDA runtime's headers and library reach dependents, as with rules_cuda:
-        # a cc_library/cc_binary using this one can include <cuda_runtime.h>. (CUDA
-        # targets leave the SDK's include paths out of nvcc's flags: nvcc adds its own.)
-        cc_common.merge_cc_infos(
-            direct_cc_infos = [CcInfo(compilation_context = compilation_context, linking_context = linking_context)],
-            cc_infos = [toolchain.cudart] + deps_cc,
-        ),
-        CudaInfo(
-            ptx = ptx,
-            cubins = cubins,
-            fatbins = fatbins,
-            archs = ["%s:%s" % (g.virtual, ",".join(codes_of(g))) for g in groups],
-            rdc = ctx.attr.rdc,
-        ),
-        _rdc_info(ctx, outputs, groups, split),
-        OutputGroupInfo(
-            cuda_ptx = ptx,
-            cuda_cubin = cubins,
-            cuda_fatbin = fatbins,
-            cuda_arch_list = depset([f for o in outputs for r, f in o.files.items() if r.startswith("arch_list:")]),
-        ),
-    ]
+    linking_context = _link(
+        ctx,
+        objects = [o.obj for o in outputs],
+        deps_cc = deps_cc,
+        toolchain = toolchain,
+        cc_toolchain = cc_toolchain,
+    )
+    return _providers(
+        ctx,
+        toolchain = toolchain,
+        groups = groups,
+        outputs = outputs,
+        compilation_context = compilation_context,
+        linking_context = linking_context,
+        deps_cc = deps_cc,
+        split = split,
+    )
 
 cuda_library = rule(
     implementation = _cuda_library_impl,
@@ -282,7 +314,8 @@ cuda_library = rule(
         ),
         "deps": attr.label_list(
             providers = [CcInfo],
-            doc = "`cuda_library` or `cc_library` targets whose headers and libraries this one uses.",
+            doc = "`cuda_library` or `cc_library` targets whose headers and libraries " +
+                  "this one uses.",
         ),
         "archs": attr.string(
             doc = "Arch spec of this target, overriding --@rules_cuda_split//cuda:archs " +
