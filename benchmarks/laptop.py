@@ -30,7 +30,7 @@ from collections.abc import Sequence
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import run as bench  # noqa: E402  benchmarks/run.py
+from bench.corpus import copy_workspace  # noqa: E402  benchmarks/bench/corpus.py
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -74,7 +74,7 @@ def checkout(ref: str, dest: pathlib.Path) -> pathlib.Path:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     else:
-        bench.copy_workspace(dest)  # benchmarks/run.py's copy of the working tree
+        copy_workspace(dest)  # the benchmark's copy of the working tree
     shutil.copy2(REPO / ".bazelrc.user", dest / ".bazelrc.user")
     (dest / "bench/one").mkdir(parents=True, exist_ok=True)
     (dest / "bench/one/BUILD.bazel").write_text(BENCH_BUILD)

@@ -40,7 +40,16 @@ BENCH = pathlib.Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path[:0] = [str(BENCH), str(REPO / "tools"), str(REPO / "tests")]
 
-import run as bench  # noqa: E402  benchmarks/run.py
+from bench.configs import bazel_ggml_build  # noqa: E402  benchmarks/bench/
+from bench.corpus import (  # noqa: E402
+    GGML_PKG,
+    SUBSET_FILE,
+    copy_ggml,
+    copy_workspace,
+    ggml_flags_and_sources,
+    read_list,
+    resolve_ggml,
+)
 
 from cuda_split import simulate  # noqa: E402
 
@@ -79,14 +88,14 @@ def kind_shares(path: pathlib.Path) -> dict[str, float]:
 def workspace(work: pathlib.Path, subset: str) -> tuple[pathlib.Path, list[str]]:
     """A scratch copy of the repository with the corpus as //bench/ggml:ggml_cuda."""
     ws = work / "ws"
-    bench.copy_workspace(ws)
-    ggml = ws / bench.GGML_PKG
+    copy_workspace(ws)
+    ggml = ws / GGML_PKG
     args = argparse.Namespace(corpus_dir="", sdist="")
-    bench.copy_ggml(bench.resolve_ggml(args, work), ggml)
-    flags, sources = bench.ggml_flags_and_sources(ggml)
+    copy_ggml(resolve_ggml(args, work), ggml)
+    flags, sources = ggml_flags_and_sources(ggml)
     if subset != "full":
-        sources = bench.read_list(bench.SUBSET_FILE)
-    (ggml / "BUILD.bazel").write_text(bench.bazel_ggml_build(sources, flags))
+        sources = read_list(SUBSET_FILE)
+    (ggml / "BUILD.bazel").write_text(bazel_ggml_build(sources, flags))
     return ws, sources
 
 

@@ -21,7 +21,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import run as bench  # noqa: E402  (benchmarks/run.py)
+from bench.configs import Ctx, compile_task  # noqa: E402  (benchmarks/bench/)
+from bench.corpus import Job, ggml_flags_and_sources, resolve_ggml  # noqa: E402
+from bench.measure import find_nvcc, run_pool  # noqa: E402
 
 
 def main() -> int:
@@ -34,23 +36,23 @@ def main() -> int:
     p.add_argument("--only", default="", help="a regex: survey only matching files")
     p.add_argument("--out", default="", help="CSV of every compile")
     args = p.parse_args()
-    nvcc = bench.find_nvcc(args.nvcc)
+    nvcc = find_nvcc(args.nvcc)
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        ggml = bench.resolve_ggml(args, work)
-        flags, sources = bench.ggml_flags_and_sources(ggml)
+        ggml = resolve_ggml(args, work)
+        flags, sources = ggml_flags_and_sources(ggml)
         if args.only:
             import re
 
             sources = [s for s in sources if re.search(args.only, s)]
         env = dict(os.environ, PATH=f"{pathlib.Path(nvcc).parent}:{os.environ['PATH']}")
-        ctx = bench.Ctx(nvcc, env, args.jobs, "1", work / "raw", work)
+        ctx = Ctx(nvcc, env, args.jobs, "1", work / "raw", work)
         tasks = []
         for arch in args.archs.split(","):
             for s in sources:
-                job = bench.Job(f"{s}@{arch}", s, ggml, flags, False)
-                tasks.append((job.name, bench.compile_task(ctx, "nvcc", job, [arch], "survey")))
-        m = bench.run_pool(tasks, args.jobs)
+                job = Job(f"{s}@{arch}", s, ggml, flags, False)
+                tasks.append((job.name, compile_task(ctx, "nvcc", job, [arch], "survey")))
+        m = run_pool(tasks, args.jobs)
     per_file: dict[str, float] = collections.defaultdict(float)
     rows = []
     for name, f in m["files"].items():

@@ -1,4 +1,5 @@
-"""benchmarks/run.py's seeded samples and occupancy sampler, benchmarks/occupancy.py."""
+"""The benchmark's seeded samples (benchmarks/bench/corpus.py), occupancy sampler
+(bench/measure.py) and command line (benchmarks/run.py); benchmarks/occupancy.py."""
 
 from __future__ import annotations
 
@@ -13,22 +14,24 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import occupancy  # noqa: E402
 import run  # noqa: E402
+from bench.corpus import sample_sources  # noqa: E402
+from bench.measure import Occupancy  # noqa: E402
 
 SOURCES = [f"src/f{i:02d}.cu" for i in range(40)]
 
 
 def test_a_sample_is_the_same_for_a_seed_and_leaves_out_the_subset() -> None:
     subset = SOURCES[:10]
-    a = run.sample_sources(SOURCES, 8, 7, subset)
-    assert a == run.sample_sources(SOURCES, 8, 7, subset)
-    assert a != run.sample_sources(SOURCES, 8, 8, subset)
+    a = sample_sources(SOURCES, 8, 7, subset)
+    assert a == sample_sources(SOURCES, 8, 7, subset)
+    assert a != sample_sources(SOURCES, 8, 8, subset)
     assert len(a) == 8 and not set(a) & set(subset)
     assert a == sorted(a, key=SOURCES.index)  # in the corpus's order
 
 
 def test_a_sample_larger_than_the_corpus_is_refused() -> None:
     try:
-        run.sample_sources(SOURCES, 31, 1, SOURCES[:10])
+        sample_sources(SOURCES, 31, 1, SOURCES[:10])
     except SystemExit as e:
         assert "--sample 31: expected 1 to 30" in str(e)
     else:
@@ -36,12 +39,18 @@ def test_a_sample_larger_than_the_corpus_is_refused() -> None:
 
 
 def test_the_occupancy_sampler_sees_a_busy_core() -> None:
-    with run.Occupancy() as occ:
+    with Occupancy() as occ:
         end = time.monotonic() + 1.6
         while time.monotonic() < end:
             pass
     assert len(occ.samples) >= 2
     assert max(b for _, b in occ.samples) >= 0.5
+
+
+def test_the_command_line_defaults_and_smoke() -> None:
+    args = run.parse_args(["--smoke"])
+    assert (args.archs, args.repeats, args.label) == (run.SMOKE_ARCHS, 1, f"smoke-{args.jobs}core")
+    assert args.scenarios == {"1", "2", "3"} and args.shard is None
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

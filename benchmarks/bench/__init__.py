@@ -1,0 +1,27 @@
+"""The benchmark of benchmarks/run.py, by concern.
+
+- corpus: the files compiled (ggml's CUDA backend, the examples), subsets, seeded samples,
+  and the copy of the workspace they are compiled in
+- configs: the configurations compared (nvcc, nvcc -t, nvcc-split, mono-cache, Bazel mono
+  and split): the commands one file, or the Bazel build, runs
+- measure: running processes and pools of them: CPU, wall, RSS, the cores' occupancy;
+  the machine's description
+- steps: what nvcc-split records of its steps (--table, --explain, --graph)
+- scenarios: the scenarios of one run, in order, and its result file
+- analysis: the numbers the report and its targets use, from the results alone
+- report: the results as markdown and as a chart
+- merge: several result files as one (shards, repeats, configurations of other runs)
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import time
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent  # benchmarks/
+REPO = BENCH.parent
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
