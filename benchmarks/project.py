@@ -51,17 +51,17 @@ from bench.corpus import (  # noqa: E402
     resolve_ggml,
 )
 
-from cuda_split import simulate  # noqa: E402
+from cuda_split import plan, simulate  # noqa: E402
 
 ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
+# The rules' split actions (cuda_split.plan's table of mnemonics): per arch, per source.
 PER_ARCH = {
-    "CudaDevicePreprocess": ["device_preprocess"],
-    "CudaCicc": ["cicc"],
-    "CudaPtxas": ["ptxas"],
+    m: list(kinds) for m, kinds in plan.MNEMONICS.items() if set(kinds) <= set(plan.PER_ARCH_KINDS)
 }
 PER_SOURCE = {
-    "CudaFrontend": ["host_preprocess", "cudafe"],
-    "CudaHostCompile": ["fatbinary", "host_compile"],
+    m: list(kinds)
+    for m, kinds in plan.MNEMONICS.items()
+    if set(kinds) <= set(plan.STEP_KINDS) and m not in PER_ARCH
 }
 
 

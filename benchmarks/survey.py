@@ -50,7 +50,7 @@ def main() -> int:
         tasks = []
         for arch in args.archs.split(","):
             for s in sources:
-                job = Job(f"{s}@{arch}", s, ggml, flags, False)
+                job = Job(f"{s}@{arch}", s, ggml, flags, cccl=False, arch_list=False)
                 tasks.append((job.name, compile_task(ctx, "nvcc", job, [arch], "survey")))
         m = run_pool(tasks, args.jobs)
     per_file: dict[str, float] = collections.defaultdict(float)

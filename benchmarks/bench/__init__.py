@@ -21,6 +21,10 @@ import time
 
 BENCH = pathlib.Path(__file__).resolve().parent.parent  # benchmarks/
 REPO = BENCH.parent
+# cuda_split from this checkout's tools/: the benchmark runs without installing it (on
+# the device machine, with a bare python3), and takes the step kinds from its plan model.
+if str(REPO / "tools") not in sys.path:
+    sys.path.insert(0, str(REPO / "tools"))
 
 
 def say(text: str) -> None:

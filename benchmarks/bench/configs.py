@@ -19,13 +19,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from cuda_split import plan as planlib
+
 from .corpus import Job
 from .measure import JobResult, Proc, run_measured
 
 SMOKE_BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/saxpy:saxpy")
 BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/...")
-# Bazel mnemonics of the per-arch steps.
-PER_ARCH_MNEMONICS = ("CudaDevicePreprocess", "CudaCicc", "CudaPtxas")
+# The rules' actions that run once per arch (cuda_split.plan's table of mnemonics).
+PER_ARCH_MNEMONICS = tuple(
+    m for m, kinds in planlib.MNEMONICS.items() if set(kinds) <= set(planlib.PER_ARCH_KINDS)
+)
 
 
 def gencodes(archs: Sequence[str]) -> list[str]:

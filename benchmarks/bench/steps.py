@@ -10,10 +10,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-# nvcc-split's step kinds (cuda_split.plan): per-arch ones, and all cached ones.
-PER_ARCH_KINDS = ("device_preprocess", "cicc", "ptxas")
-CACHED_KINDS = ("host_preprocess", "cudafe", "device_preprocess", "cicc", "ptxas", "fatbinary")
-HOST_KINDS = ("host_preprocess", "cudafe", "fatbinary", "host_compile")
+from cuda_split import plan as planlib
+from cuda_split.driver import CACHED_KINDS as DRIVER_CACHED
+from cuda_split.driver import PREPROCESS_KINDS
+
+# nvcc-split's step kinds (cuda_split.plan): per-arch ones, all cached ones, the others.
+PER_ARCH_KINDS = planlib.PER_ARCH_KINDS
+CACHED_KINDS = tuple(k for k in planlib.STEP_KINDS if k in {*DRIVER_CACHED, *PREPROCESS_KINDS})
+HOST_KINDS = tuple(k for k in planlib.STEP_KINDS if k not in PER_ARCH_KINDS)
 
 
 def read_table(path: pathlib.Path) -> list[dict[str, str]]:

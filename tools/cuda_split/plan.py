@@ -42,6 +42,10 @@ STEP_KINDS = (
     HOST_COMPILE,
 )
 
+# The kinds run once per arch (a device preprocess and cicc per virtual arch, a ptxas per
+# real arch); the others run once a source.
+PER_ARCH_KINDS = (DEVICE_PREPROCESS, CICC, PTXAS)
+
 # A device link's kinds (`--kind`) -> the step of nvcc's `-dlink` plan each runs, and the
 # one the step runner does itself: the registration file of the linked modules.
 LINK_KINDS = {
