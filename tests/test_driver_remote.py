@@ -113,7 +113,7 @@ def test_messages_match_buildgrids_generated_modules() -> None:
         pytest.fail(f"no BuildGrid environment at {DEFAULT_VENV}: run `bash scripts/setup.sh`")
     check = """
 import importlib
-from cuda_split import reapi
+from cuda_split import reapi_schema
 modules = [
     "buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2",
     "buildgrid._protos.google.longrunning.operations_pb2",
@@ -123,7 +123,7 @@ modules = [
 theirs = {}
 for name in modules:
     pool = importlib.import_module(name).DESCRIPTOR.pool
-    for file in reapi._SCHEMA:
+    for file in reapi_schema._SCHEMA:
         try:
             fd = pool.FindFileByName(file)
         except KeyError:
@@ -134,8 +134,8 @@ for name in modules:
             theirs[d.full_name] = d
             todo += d.nested_types
 checked = 0
-for file in reapi._SCHEMA:
-    todo = list(reapi.POOL.FindFileByName(file).message_types_by_name.values())
+for file in reapi_schema._SCHEMA:
+    todo = list(reapi_schema.POOL.FindFileByName(file).message_types_by_name.values())
     while todo:
         d = todo.pop()
         todo += d.nested_types

@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 
 from cuda_split import cache as cachelib
-from cuda_split import reapi
+from cuda_split import reapi, reapi_schema
 from cuda_split.hermetic import HermeticStep
 
 # After a failure of the server (unreachable, an error), how long the compilations that
@@ -79,7 +79,7 @@ class Remote:
         self.url = url
         self.instance = instance
         self.client = reapi.Client(url, instance)
-        self.platform = reapi.Platform()
+        self.platform = reapi_schema.Platform()
         for name, value in sorted(properties):
             self.platform.properties.add(name=name, value=value)
         self._tool_digest = tool_digest
@@ -144,15 +144,16 @@ class Remote:
         files: dict[str, tuple[Any, bool]] = {}
         sources: dict[tuple[str, int], str] = {}
         for rel, path in spec.inputs.items():
-            d = reapi.Digest(hash=cachelib.sha256_file(path), size_bytes=os.path.getsize(path))
+            digest = cachelib.sha256_file(path)
+            d = reapi_schema.Digest(hash=digest, size_bytes=os.path.getsize(path))
             files[rel] = (d, False)
             sources[reapi.key(d)] = path
         for rel, path in spec.tools.items():
-            d = reapi.Digest(hash=self._tool_digest(path), size_bytes=os.path.getsize(path))
+            d = reapi_schema.Digest(hash=self._tool_digest(path), size_bytes=os.path.getsize(path))
             files[rel] = (d, os.access(path, os.X_OK))
             sources[reapi.key(d)] = path
         tree = reapi.build_tree(files)
-        command = reapi.Command(
+        command = reapi_schema.Command(
             arguments=spec.arguments,
             output_files=sorted(spec.outputs.values()),
             platform=self.platform,
@@ -160,7 +161,7 @@ class Remote:
         for name in sorted(spec.env):
             command.environment_variables.add(name=name, value=spec.env[name])
         command_digest, command_bytes = reapi.message_digest(command)
-        action = reapi.Action(
+        action = reapi_schema.Action(
             command_digest=command_digest, input_root_digest=tree.root, platform=self.platform
         )
         if spec.cwd:
@@ -243,7 +244,7 @@ class Remote:
         """Put a locally run step's result in the CAS and the action cache."""
         if not self.usable:
             return f"not uploaded: remote unavailable ({self.failed})"
-        result = reapi.ActionResult(exit_code=outcome.exit_code)
+        result = reapi_schema.ActionResult(exit_code=outcome.exit_code)
         blobs = self._action_blobs(p)
         for path, data in sorted(outcome.outputs.items()):
             d = reapi.digest_of(data)
@@ -263,7 +264,7 @@ class Remote:
         return f"uploaded (action {p.short})"
 
     def _upload_missing(self, blobs: Mapping[tuple[str, int], bytes | reapi.BlobSource]) -> None:
-        digests = [reapi.Digest(hash=h, size_bytes=s) for h, s in blobs]
+        digests = [reapi_schema.Digest(hash=h, size_bytes=s) for h, s in blobs]
         missing = {reapi.key(d) for d in self.client.find_missing(digests)}
         with self._lock:
             missing |= self._corrupt & set(blobs)
