@@ -1,7 +1,7 @@
 // Command starlark runs a Starlark file without Bazel: the syntax checks of MODULE.bazel,
 // WORKSPACE and .bzl files, and tests of pure Starlark helpers, in milliseconds.
 //
-//	starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] FILE
+//	starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-buck2 -predeclare FILE] FILE
 //
 // It executes FILE with go.starlark.net in Bazel 4.2.3's dialect (no top-level if/for, no
 // recursion, no set, no lambda, no nested def), prints what `print` prints to stdout,
@@ -24,6 +24,15 @@
 //     a call and bound to a global (`foo = rule(...)`) takes that global's name.
 //     use_extension(file, "ext") returns a stub named "ext", so `ext.tag(...)` calls
 //     are recorded as "ext.tag".
+//
+// With -buck2, FILE runs in Buck2's dialect instead: lambda and nested def are allowed
+// (Buck2's Starlark has them), none of Bazel's globals is predeclared (so a shared .bzl
+// file that names one fails: it would fail on Buck2 too), and provider() is Buck2's
+// (provider(fields = [...] or {...}, doc = ...); an instance has every field, None where
+// not given, and rejects others). -predeclare FILE (with -buck2) first runs FILE, a
+// stand-in for the rest of Buck2's API (tests/buck2/buck2_api.star), and predeclares its
+// public globals in every other file; FILE alone also sees provider_of(instance), which
+// returns the provider that made an instance.
 //
 // With -calls FILE, every call of a stub is written to FILE as a JSON list of
 // {"fn": name, "args": [...], "kwargs": {...}, "at": "file:line:col"}; stubs and other
@@ -94,10 +103,13 @@ func run(argv []string) int {
 	root := fs.String("root", "", "`DIR` that \"//\" labels refer to (default: the nearest "+
 		"directory up from FILE, else from the working directory, with MODULE.bazel or WORKSPACE)")
 	calls := fs.String("calls", "", "write the calls of stubs as JSON to this `file`")
+	buck2 := fs.Bool("buck2", false, "Buck2's dialect and globals (see -predeclare)")
+	predeclare := fs.String("predeclare", "", "with -buck2: run this `file` first and "+
+		"predeclare its public globals in every other file")
 	repos := repoFlags{}
 	fs.Var(repos, "repo", "serve `NAME=DIR` for load(\"@NAME//...\") (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] FILE")
+		fmt.Fprintln(fs.Output(), "usage: starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-buck2 [-predeclare FILE]] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
@@ -126,15 +138,25 @@ func run(argv []string) int {
 	resolve.AllowGlobalReassign = false
 	resolve.AllowRecursion = false
 
+	if *predeclare != "" && !*buck2 {
+		fmt.Fprintln(os.Stderr, "-predeclare needs -buck2")
+		return 2
+	}
 	in := newInterpreter(absRoot, repos)
-	if _, err := in.load(file); err != nil {
-		var evalErr *starlark.EvalError
-		if errors.As(err, &evalErr) {
-			fmt.Fprintln(os.Stderr, evalErr.Backtrace())
-		} else {
-			fmt.Fprintln(os.Stderr, err)
+	if *buck2 {
+		in.useBuck2()
+		if *predeclare != "" {
+			path, err := filepath.Abs(*predeclare)
+			if err == nil {
+				err = in.predeclareFrom(path)
+			}
+			if err != nil {
+				return report(err)
+			}
 		}
-		return 1
+	}
+	if _, err := in.load(file); err != nil {
+		return report(err)
 	}
 	if *calls != "" {
 		var buf bytes.Buffer
@@ -151,6 +173,17 @@ func run(argv []string) int {
 		}
 	}
 	return 0
+}
+
+// report prints an error (with its Starlark backtrace, if any) and returns exit code 1.
+func report(err error) int {
+	var evalErr *starlark.EvalError
+	if errors.As(err, &evalErr) {
+		fmt.Fprintln(os.Stderr, evalErr.Backtrace())
+	} else {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return 1
 }
 
 // findRoot returns the nearest directory up from dir, else from the working directory,
@@ -209,6 +242,46 @@ type interpreter struct {
 	predeclared starlark.StringDict
 	cache       map[string]*cacheEntry // by absolute path; nil entry: being loaded
 	calls       []call
+	buck2       bool // Buck2's dialect: lambda and nested def allowed
+}
+
+// useBuck2 switches to Buck2's dialect and globals: Starlark's, json, struct, fail and
+// Buck2's provider; nothing of Bazel's.
+func (in *interpreter) useBuck2() {
+	in.buck2 = true
+	in.predeclared = starlark.StringDict{
+		"struct":   starlark.NewBuiltin("struct", starlarkstruct.Make),
+		"fail":     starlark.NewBuiltin("fail", bazelFail),
+		"json":     starlarkjson.Module,
+		"provider": starlark.NewBuiltin("provider", newBuck2Provider),
+	}
+}
+
+// predeclareFrom runs the stand-in at path (which alone also sees provider_of) and adds
+// its public globals to what every later file sees.
+func (in *interpreter) predeclareFrom(path string) error {
+	base := in.predeclared
+	own := starlark.StringDict{"provider_of": starlark.NewBuiltin("provider_of", providerOf)}
+	for k, v := range base {
+		own[k] = v
+	}
+	in.predeclared = own
+	globals, err := in.load(path)
+	in.predeclared = base
+	if err != nil {
+		return err
+	}
+	merged := starlark.StringDict{}
+	for k, v := range base {
+		merged[k] = v
+	}
+	for k, v := range globals {
+		if !strings.HasPrefix(k, "_") {
+			merged[k] = v
+		}
+	}
+	in.predeclared = merged
+	return nil
 }
 
 func newInterpreter(root string, repos map[string]string) *interpreter {
@@ -254,8 +327,10 @@ func (in *interpreter) exec(path string) (starlark.StringDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBazel4(f); err != nil {
-		return nil, err
+	if !in.buck2 {
+		if err := checkBazel4(f); err != nil {
+			return nil, err
+		}
 	}
 	// The names each load() asks for, so that loads of unserved repositories can
 	// answer with stubs of exactly those names.
@@ -308,6 +383,10 @@ func (in *interpreter) exec(path string) (starlark.StringDict, error) {
 				v.name, v.unexported = name, false
 			}
 		case *providerValue:
+			if v.name == "" {
+				v.name = name
+			}
+		case *buck2Provider:
 			if v.name == "" {
 				v.name = name
 			}
@@ -558,4 +637,88 @@ func iterJSON(v starlark.Iterable, depth int) []interface{} {
 		out = append(out, toJSON(x, depth+1))
 	}
 	return out
+}
+
+// buck2Provider is Buck2's provider(fields = ..., doc = ...): calling it makes a struct
+// with every field (None where not given); other fields are an error.
+type buck2Provider struct {
+	name   string
+	fields []string
+}
+
+func newBuck2Provider(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var doc string
+	var fields starlark.Value
+	if err := starlark.UnpackArgs("provider", args, kwargs, "fields", &fields, "doc?", &doc); err != nil {
+		return nil, err
+	}
+	p := &buck2Provider{}
+	switch f := fields.(type) {
+	case *starlark.List:
+		for i := 0; i < f.Len(); i++ {
+			s, ok := starlark.AsString(f.Index(i))
+			if !ok {
+				return nil, fmt.Errorf("provider: field names must be strings, got %s", f.Index(i).Type())
+			}
+			p.fields = append(p.fields, s)
+		}
+	case *starlark.Dict:
+		for _, k := range f.Keys() {
+			s, ok := starlark.AsString(k)
+			if !ok {
+				return nil, fmt.Errorf("provider: field names must be strings, got %s", k.Type())
+			}
+			p.fields = append(p.fields, s)
+		}
+	default:
+		return nil, fmt.Errorf("provider: fields must be a list or dict, got %s", fields.Type())
+	}
+	return p, nil
+}
+
+func (p *buck2Provider) String() string {
+	if p.name == "" {
+		return "<provider>"
+	}
+	return "<provider " + p.name + ">"
+}
+func (p *buck2Provider) Type() string          { return "provider" }
+func (p *buck2Provider) Freeze()               {}
+func (p *buck2Provider) Truth() starlark.Bool  { return starlark.True }
+func (p *buck2Provider) Hash() (uint32, error) { return starlark.String(p.String()).Hash() }
+func (p *buck2Provider) Name() string          { return p.name }
+func (p *buck2Provider) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("%s: got positional arguments, want keywords", p)
+	}
+	given := map[string]starlark.Value{}
+	for _, kv := range kwargs {
+		given[string(kv[0].(starlark.String))] = kv[1]
+	}
+	values := starlark.StringDict{}
+	for _, f := range p.fields {
+		if v, ok := given[f]; ok {
+			values[f] = v
+			delete(given, f)
+		} else {
+			values[f] = starlark.None
+		}
+	}
+	for f := range given {
+		return nil, fmt.Errorf("%s: no field %q (fields: %s)", p, f, strings.Join(p.fields, ", "))
+	}
+	return starlarkstruct.FromStringDict(p, values), nil
+}
+
+// providerOf returns the provider that made a provider instance.
+func providerOf(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var v starlark.Value
+	if err := starlark.UnpackPositionalArgs("provider_of", args, kwargs, 1, &v); err != nil {
+		return nil, err
+	}
+	s, ok := v.(*starlarkstruct.Struct)
+	if !ok {
+		return nil, fmt.Errorf("provider_of: want a provider instance, got %s", v.Type())
+	}
+	return s.Constructor(), nil
 }
