@@ -2,6 +2,7 @@
 arch resolution, and the action that runs one step (`run_step`)."""
 
 load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
+load(":runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON", "RUNNER_PYTHON_FLAGS")
 load(":settings.bzl", "CudaArchsSettingInfo", "CudaCoptsSettingInfo")
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
@@ -12,16 +13,11 @@ CC_TOOLCHAIN_TYPE = "@bazel_tools//tools/cpp:toolchain_type"
 
 STEP_RULE_TOOLCHAINS = [TOOLCHAIN_TYPE, CC_TOOLCHAIN_TYPE]
 
-# The interpreter that runs the step runner: `python3` from the action's PATH (with
+# The interpreter, its flags and the runner's entry point: runner.bzl (shared with the
+# Buck2 rules). `python3` comes from the action's PATH (with
 # --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which remote workers
 # need anyway. No py_binary: no Python toolchain to register, and one interpreter start
-# per action instead of a stub that starts another. The runner needs the standard
-# library only (3.11 or later). -B: write no .pyc next to the sources; -S: no site
-# packages, which also keeps a user's site-packages out of every action; -E: no PYTHON*
-# variables.
-PYTHON = "python3"
-_PYTHON_FLAGS = ["-B", "-S", "-E"]
-_RUNNER_MAIN = "step.py"
+# per action instead of a stub that starts another.
 
 # What every rule that runs the step runner needs: the default archs and copts, the
 # runner's sources and the C++ toolchain (nvcc's host compiler).
@@ -87,12 +83,31 @@ def sdk_inputs(toolchain, names):
     whole = {"compiler": toolchain.compiler_files, "link": toolchain.link_files}
     return [whole[n] if n in whole else toolchain.step_files[n] for n in names]
 
-def step_args(ctx):
-    """A new `Args` for the step runner, written to an always-used params file."""
+def step_args(ctx, items = []):
+    """A new `Args` for the step runner, written to an always-used params file.
+
+    Args:
+      ctx: the rule context.
+      items: the first arguments, as runner.bzl's step_arguments returns them.
+
+    Returns:
+      Args.
+    """
     args = ctx.actions.args()
     args.use_param_file("@%s", use_always = True)
     args.set_param_file_format("multiline")
+    add_items(args, items)
     return args
+
+def add_items(args, items):
+    """Adds runner.bzl's argument items to `args` (files by their paths)."""
+    for item in items:
+        if type(item) == "string":
+            args.add(item)
+        elif hasattr(item, "before_each"):
+            args.add_all(item.values, before_each = item.before_each)
+        else:
+            args.add(item.value, format = item.format)
 
 def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
     """Emits one action running the step runner with `args` (from `step_args`).
@@ -106,12 +121,12 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
       progress_message: string.
     """
     runner = ctx.files._step_runner
-    main = [f for f in runner if f.basename == _RUNNER_MAIN]
+    main = [f for f in runner if f.basename == RUNNER_MAIN]
     if len(main) != 1:
-        fail("%s: the step runner %s has no single %s" % (ctx.label, ctx.attr._step_runner.label, _RUNNER_MAIN))
+        fail("%s: the step runner %s has no single %s" % (ctx.label, ctx.attr._step_runner.label, RUNNER_MAIN))
     ctx.actions.run(
-        executable = PYTHON,
-        arguments = _PYTHON_FLAGS + [main[0].path, args],
+        executable = RUNNER_PYTHON,
+        arguments = RUNNER_PYTHON_FLAGS + [main[0].path, args],
         inputs = depset(runner, transitive = [inputs]),
         outputs = outputs,
         mnemonic = mnemonic,

@@ -5,13 +5,25 @@ runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each
 """
 
 load(":common.bzl", "run_step", "sdk_inputs", "step_args")
-load(":plan.bzl", "ACTIONS", "MONO", "file_name", "gencode", "source_actions", "source_steps", "step_roles")
+load(
+    ":plan.bzl",
+    "ACTIONS",
+    "MONO",
+    "file_name",
+    "gencode",
+    "source_actions",
+    "source_dir",
+    "source_stem",
+    "source_steps",
+    "step_roles",
+)
+load(":runner.bzl", "step_arguments")
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.
 _MONO_GROUPS = ["ptx", "cubin", "fatbin"]
 
 def _stem(src):
-    return src.basename[:-(len(src.extension) + 1)] if src.extension else src.basename
+    return source_stem(src.basename)
 
 def _package_short_path(ctx):
     """The target's package as `File.short_path` names its files (`../repo/pkg` in an
@@ -23,9 +35,8 @@ def _package_short_path(ctx):
     return repo + "/" + ctx.label.package if ctx.label.package else repo
 
 def _source_dir(ctx, src):
-    """`_cuda/<target>/<source path in the package>`, without the extension of a `.cu`
-    (with `_<ext>` for others, so `k.cu` and `k.cpp` differ): one directory a source,
-    unique per repository, package, target and source."""
+    """plan.bzl's source_dir of `src`, by its path in the package (`external/<path>`
+    for a source of another repository)."""
     rel = src.short_path
     pkg = _package_short_path(ctx)
     if pkg and rel.startswith(pkg + "/"):
@@ -33,23 +44,22 @@ def _source_dir(ctx, src):
     elif rel.startswith("../"):
         # A source of another repository: keep its repository in the name.
         rel = "external/" + rel[len("../"):]
-    if src.extension:
-        rel = rel[:-(len(src.extension) + 1)] + ("" if src.extension == "cu" else "_" + src.extension)
-    return "_cuda/%s/%s" % (ctx.label.name, rel)
+    return source_dir(ctx.label.name, rel)
 
 def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src):
-    args = step_args(ctx)
-    args.add_all(kinds, before_each = "--kind")
-    if arch:
-        args.add("--arch", arch)
-    args.add("--nvcc", toolchain.nvcc)
-    args.add("--host-compiler", cc_toolchain.compiler_executable)
-    args.add("--src", src)
-    return args
+def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_flags = []):
+    return step_args(ctx, step_arguments(
+        kinds,
+        arch,
+        toolchain.nvcc,
+        cc_toolchain.compiler_executable,
+        src = src,
+        files = files,
+        nvcc_flags = nvcc_flags,
+    ))
 
 def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers, per_arch_list = False):
     """Emits the split actions compiling `src`.
@@ -79,10 +89,16 @@ def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
     for action in source_actions(steps):
         kind = ACTIONS["+".join(action.kinds)]
-        args = _base_args(ctx, action.kinds, action.arch, toolchain, cc_toolchain, src)
-        for role in action.inputs + action.outputs + action.names:
-            args.add("--file=%s=%s" % (role, files[role].path))
-        _flag_args(args, action.nvcc_flags + nvcc_flags)
+        args = _base_args(
+            ctx,
+            action.kinds,
+            action.arch,
+            toolchain,
+            cc_toolchain,
+            src,
+            files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
+            nvcc_flags = action.nvcc_flags + nvcc_flags,
+        )
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
         if kind.reads_source:

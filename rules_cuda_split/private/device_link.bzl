@@ -5,8 +5,20 @@ load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs", "run_step", "sdk_inputs", "step_args")
-load(":plan.bzl", "ACTIONS", "LINK_FATBINARY", "LINK_HOST_COMPILE", "NVLINK", "REGISTER", "file_name")
+load(
+    ":plan.bzl",
+    "ACTIONS",
+    "LINK_FATBINARY",
+    "LINK_HOST_COMPILE",
+    "NVLINK",
+    "REGISTER",
+    "file_name",
+    "link_archs",
+    "link_flags",
+    "nvlink_flags",
+)
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
+load(":runner.bzl", "step_arguments")
 
 _CollectedRdcInfo = provider(
     doc = "The aspect's result: the relocatable device code of a target and its deps.",
@@ -26,16 +38,6 @@ cuda_rdc_aspect = aspect(
     doc = "Collects the relocatable device code (CudaRdcInfo) of a target's `deps`, " +
           "through `cc_library` and any other rule with `deps`.",
 )
-
-def _link_archs(groups):
-    """(real arch to link, virtual arch, lto) for each arch of the binary's spec."""
-    links = []
-    for g in groups:
-        if g.lto:
-            links.append(("sm_" + g.virtual[len("compute_"):], g.virtual, True))
-        for r in g.reals:
-            links.append((r, g.virtual, False))
-    return links
 
 def _missing_archs(rdc, links):
     """`<library> lacks <codes>` lines for libraries without code for a link arch."""
@@ -65,14 +67,16 @@ def _run(ctx, kind, toolchain, cc_toolchain, args, inputs, outputs, progress_arg
         progress_message = action.progress % progress_args,
     )
 
-def _base_args(ctx, kind, arch, toolchain, cc_toolchain):
-    args = step_args(ctx)
-    args.add("--kind", kind)
-    if arch:
-        args.add("--arch", arch)
-    args.add("--nvcc", toolchain.nvcc)
-    args.add("--host-compiler", cc_toolchain.compiler_executable)
-    return args
+def _base_args(ctx, kind, arch, toolchain, cc_toolchain, lists = [], files = [], nvcc_flags = []):
+    return step_args(ctx, step_arguments(
+        [kind],
+        arch,
+        toolchain.nvcc,
+        cc_toolchain.compiler_executable,
+        lists = lists,
+        files = files,
+        nvcc_flags = nvcc_flags,
+    ))
 
 def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
     """Emits the device link of `rdc`: nvlink per arch, the registration file (the
@@ -91,7 +95,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
     """
     if rdc == None or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_device_link needs rdc, groups, toolchain and cc_toolchain")
-    links = _link_archs(groups)
+    links = link_archs(groups)
     if not links:
         fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
             ctx.label,
@@ -108,9 +112,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
     label = str(ctx.label)
     linked = {}
     prelinked = []
-    any_lto = False
     for real, virtual, lto in links:
-        any_lto = any_lto or lto
         out = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "linked:" + real)))
         linked[real] = out
 
@@ -122,39 +124,54 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         if lto:
             inputs.append(rdc.ltoir.get(virtual, depset()))
         link_inputs = depset(transitive = inputs)
-        args = _base_args(ctx, NVLINK, real, toolchain, cc_toolchain)
-        args.add_all(link_inputs, before_each = "--link-input")
-        args.add("--file=linked:%s=%s" % (real, out.path))
-        args.add("--file=prelinked:%s=%s" % (real, modules.path))
-
-        # Only this arch: the action's key is the same whatever else the binary targets.
-        args.add("--nvcc-flag=-gencode=arch=%s,code=%s" % (virtual, real))
-        if lto:
-            args.add("--nvcc-flag=-dlto")
+        args = _base_args(
+            ctx,
+            NVLINK,
+            real,
+            toolchain,
+            cc_toolchain,
+            lists = [("--link-input", link_inputs)],
+            files = [("linked:" + real, out), ("prelinked:" + real, modules)],
+            # Only this arch: the action's key is the same whatever else the binary targets.
+            nvcc_flags = nvlink_flags(real, virtual, lto),
+        )
         _run(ctx, NVLINK, toolchain, cc_toolchain, args, link_inputs, [out, modules], (label, real, " -dlto" if lto else ""))
 
     reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
-    args = _base_args(ctx, REGISTER, "", toolchain, cc_toolchain)
-    args.add_all(rdc.module_ids, before_each = "--module-id-file")
-    args.add_all(prelinked, before_each = "--prelinked-file")
-    args.add("--file=reg.c=%s" % reg.path)
+    args = _base_args(
+        ctx,
+        REGISTER,
+        "",
+        toolchain,
+        cc_toolchain,
+        lists = [("--module-id-file", rdc.module_ids), ("--prelinked-file", prelinked)],
+        files = [("reg.c", reg)],
+    )
     _run(ctx, REGISTER, toolchain, cc_toolchain, args, depset(prelinked, transitive = [rdc.module_ids]), [reg], (label,))
 
-    link_flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if any_lto else [])
+    flags = link_flags(links)
     fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
-    args = _base_args(ctx, LINK_FATBINARY, "", toolchain, cc_toolchain)
-    for real, out in linked.items():
-        args.add("--file=linked:%s=%s" % (real, out.path))
-    args.add("--file=fatbin.c=%s" % fatbin_c.path)
-    args.add_all(link_flags, format_each = "--nvcc-flag=%s")
+    args = _base_args(
+        ctx,
+        LINK_FATBINARY,
+        "",
+        toolchain,
+        cc_toolchain,
+        files = [("linked:" + real, out) for real, out in linked.items()] + [("fatbin.c", fatbin_c)],
+        nvcc_flags = flags,
+    )
     _run(ctx, LINK_FATBINARY, toolchain, cc_toolchain, args, depset(linked.values()), [fatbin_c], (label,))
 
     obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
-    args = _base_args(ctx, LINK_HOST_COMPILE, "", toolchain, cc_toolchain)
-    args.add("--file=fatbin.c=%s" % fatbin_c.path)
-    args.add("--file=reg.c=%s" % reg.path)
-    args.add("--file=obj=%s" % obj.path)
-    args.add_all(link_flags, format_each = "--nvcc-flag=%s")
+    args = _base_args(
+        ctx,
+        LINK_HOST_COMPILE,
+        "",
+        toolchain,
+        cc_toolchain,
+        files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
+        nvcc_flags = flags,
+    )
     _run(ctx, LINK_HOST_COMPILE, toolchain, cc_toolchain, args, depset([fatbin_c, reg]), [obj], (label,))
     return struct(obj = obj, cubins = linked.values())
 

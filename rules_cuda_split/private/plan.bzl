@@ -446,3 +446,53 @@ def step_roles(steps):
         for r in s.inputs + s.outputs + s.names:
             roles[r] = True
     return sorted(roles.keys())
+
+def source_stem(basename):
+    """The stem the files of a source are named after: `saxpy.cu` -> `saxpy`."""
+    stem, dot, _ = basename.rpartition(".")
+    return stem if dot else basename
+
+def source_dir(target, rel):
+    """The directory of a source's files, relative to the target's package output dir:
+    `_cuda/<target>/<source path in the package>`, without the extension of a `.cu`
+    (with `_<ext>` for others, so `k.cu` and `k.cpp` differ): one directory a source,
+    unique per package, target and source.
+
+    Args:
+      target: string, the target's name.
+      rel: string, the source's path relative to the target's package (a source of
+        another repository or cell: `external/<its path>`).
+
+    Returns:
+      string.
+    """
+    base = rel.rpartition("/")[2]
+    stem, dot, ext = base.rpartition(".")
+    if dot and stem:
+        rel = rel[:-(len(ext) + 1)] + ("" if ext == "cu" else "_" + ext)
+    return "_cuda/%s/%s" % (target, rel)
+
+def link_archs(groups):
+    """What a device link links: (real arch, virtual arch, lto) for each real or `lto_`
+    arch of the binary's spec, in spec order (one nvlink each); PTX-only groups link
+    nothing."""
+    links = []
+    for g in groups:
+        if g.lto:
+            links.append(("sm_" + g.virtual[len("compute_"):], g.virtual, True))
+        for r in g.reals:
+            links.append((r, g.virtual, False))
+    return links
+
+def link_flags(links):
+    """The arch flags of the device link's fatbinary and link.stub steps (every linked
+    arch, and `-dlto` where one is LTO)."""
+    flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links]
+    if [lto for _, _, lto in links if lto]:
+        flags.append("-dlto")
+    return flags
+
+def nvlink_flags(real, virtual, lto):
+    """The arch flags of one nvlink step: only its own arch, so the action is the same
+    whatever else the binary targets."""
+    return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
