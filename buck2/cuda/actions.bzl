@@ -1,0 +1,286 @@
+"""The actions of the Buck2 CUDA rules: one step runner action per step and arch of a
+source (plan.bzl's source_actions), and the device link, one nvlink per arch.
+
+The shape (which actions, which files, the arguments of each) comes from
+`rules_cuda_split/private/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
+only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `write`,
+`run`).
+"""
+
+load(
+    "//rules_cuda_split/private:plan.bzl",
+    "ACTIONS",
+    "LINK_FATBINARY",
+    "LINK_HOST_COMPILE",
+    "NVLINK",
+    "REGISTER",
+    "file_name",
+    "link_archs",
+    "link_flags",
+    "nvlink_flags",
+    "source_actions",
+    "source_dir",
+    "source_stem",
+    "source_steps",
+    "step_roles",
+)
+load("//rules_cuda_split/private:runner.bzl", "RUNNER_PYTHON", "RUNNER_PYTHON_FLAGS", "step_arguments")
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+def category_of(mnemonic):
+    """Buck2's action category for a Bazel mnemonic: `CudaCicc` -> `cuda_cicc` (Buck2
+    wants snake_case categories)."""
+    out = ""
+    for c in mnemonic.elems():
+        if c in _UPPER:
+            out += ("_" if out else "") + c.lower()
+        else:
+            out += c
+    return out
+
+def render(items):
+    """runner.bzl's argument items as one `cmd_args`."""
+    parts = []
+    for item in items:
+        if type(item) == "string":
+            parts.append(item)
+        elif hasattr(item, "before_each"):
+            for value in item.values:
+                parts += [item.before_each, value]
+        else:
+            parts.append(cmd_args(item.value, format = item.format.replace("%s", "{}")))
+    return cmd_args(parts)
+
+def sdk_inputs(toolchain, names):
+    """The toolchain's files an ACTIONS entry of plan.bzl names in `sdk_files`."""
+    files = []
+    for name in names:
+        files += toolchain.sdk_files.get(name, [])
+    return files
+
+def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, identifier):
+    """One action running the step runner, as the Bazel rules run it:
+    `python3 -B -S -E <runner>/step.py @<params>`, the arguments one a line in the
+    params file.
+
+    Args:
+      ctx: the rule context.
+      toolchain: CudaToolchainInfo.
+      key: string, the action's key in plan.bzl's ACTIONS.
+      items: runner.bzl's argument items.
+      inputs: list[Artifact], what the step reads besides the SDK and the runner.
+      outputs: list[Artifact], declared outputs the step writes.
+      params: string, the params file's path (relative to the target's output dir).
+      progress: string, what the action does (Bazel's progress message).
+      identifier: string, unique among the target's actions of the same category.
+    """
+    action = ACTIONS[key]
+
+    # The params file names outputs and inputs by path only: the action below declares
+    # them (hidden), so the write action depends on none of them.
+    params_file = ctx.actions.write(params, cmd_args(render(items), ignore_artifacts = True))
+    cmd = cmd_args(
+        [RUNNER_PYTHON] + RUNNER_PYTHON_FLAGS + [toolchain.runner_main, cmd_args(params_file, format = "@{}")],
+        hidden = inputs + sdk_inputs(toolchain, action.sdk_files) + toolchain.step_runner +
+                 [o.as_output() for o in outputs],
+    )
+    ctx.actions.run(
+        cmd,
+        category = category_of(action.mnemonic),
+        identifier = identifier,
+        # Bazel's progress message, for `buck2 log what-ran` readers.
+        env = {"CUDA_SPLIT_PROGRESS": progress},
+    )
+
+def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, target = None):
+    """Emits the split actions compiling `src`, one per step and arch.
+
+    Args:
+      ctx: the rule context.
+      toolchain: CudaToolchainInfo.
+      src: Artifact, the source.
+      rel: string, its path in the package.
+      groups: the parsed arch spec (plan.bzl's parse_arch_spec).
+      nvcc_flags: list of strings and cmd_args, the target's nvcc flags.
+      headers: list[Artifact], headers the source may include.
+      target: string, the name its files live under (default: the target's).
+
+    Returns:
+      struct(obj, files): the object and the files by role.
+    """
+    steps = source_steps(groups)
+    out_dir = source_dir(target or ctx.label.name, rel)
+    stem = source_stem(rel.rpartition("/")[2])
+    paths = {}
+    files = {}
+    for role in step_roles(steps):
+        paths[role] = "%s/%s" % (out_dir, file_name(stem, role))
+        files[role] = ctx.actions.declare_output(paths[role])
+    for action in source_actions(steps):
+        key = "+".join(action.kinds)
+        items = step_arguments(
+            action.kinds,
+            action.arch,
+            toolchain.nvcc,
+            toolchain.host_compiler,
+            src = src,
+            files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
+            nvcc_flags = action.nvcc_flags,
+        )
+        inputs = [files[r] for r in action.inputs]
+        if ACTIONS[key].reads_source:
+            inputs += [src] + headers
+        run_step(
+            ctx,
+            toolchain,
+            key = key,
+            # The target's flags, after the plan's (strings, and cmd_args for paths).
+            items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in nvcc_flags],
+            inputs = inputs,
+            outputs = [files[r] for r in action.outputs],
+            params = paths[action.outputs[0]] + "-0.params",
+            progress = ACTIONS[key].progress % (rel, action.arch),
+            identifier = "%s %s %s" % (rel, "+".join(action.kinds), action.arch),
+        )
+    return struct(obj = files["obj"], files = files)
+
+def missing_archs(libraries, links):
+    """`<library> has no device code for ...` lines for libraries without code for a
+    link arch (`libraries`: `<label>|<codes>` entries)."""
+    lines = []
+    for entry in libraries:
+        label, _, codes = entry.partition("|")
+        have = codes.split(",")
+        missing = []
+        for real, virtual, lto in links:
+            if real in have or (lto and "lto_" + virtual[len("compute_"):] in have):
+                continue
+            missing.append(("lto_" + real[len("sm_"):] + " or " + real) if lto else real)
+        if missing:
+            lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
+    return lines
+
+def device_link(ctx, toolchain, *, info, groups, target = None):
+    """Emits the device link of the relocatable code in `info`: one nvlink per arch, the
+    registration file, fatbinary -link and the link.stub compile.
+
+    Args:
+      ctx: the rule context.
+      toolchain: CudaToolchainInfo.
+      info: CudaLibraryInfo, everything to link.
+      groups: the binary's parsed arch spec.
+      target: string, the name the files live under (default: the target's).
+
+    Returns:
+      struct(obj, linked): the object to link into the binary, {real arch: linked cubin}.
+    """
+    name = target or ctx.label.name
+    links = link_archs(groups)
+    if not links:
+        fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
+            name,
+            ", ".join([g.virtual for g in groups]),
+        ))
+    missing = missing_archs(info.libraries, links)
+    if missing:
+        fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
+            name,
+            ", ".join([link[0] for link in links]),
+            "\n".join(missing),
+        ))
+    base = "_cuda/%s/dlink" % name
+    label = "//%s:%s" % (ctx.label.package, name)
+    linked = {}
+    prelinked = []
+    for real, virtual, lto in links:
+        out_path = "%s/%s" % (base, file_name("dlink", "linked:" + real))
+        out = ctx.actions.declare_output(out_path)
+        linked[real] = out
+        modules = ctx.actions.declare_output("%s/dlink.%s.prelinked" % (base, real))
+        prelinked.append(modules)
+        link_inputs = info.rdc_cubins.get(real, []) + (info.rdc_ltoir.get(virtual, []) if lto else [])
+        run_step(
+            ctx,
+            toolchain,
+            key = NVLINK,
+            items = step_arguments(
+                [NVLINK],
+                real,
+                toolchain.nvcc,
+                toolchain.host_compiler,
+                lists = [("--link-input", link_inputs)],
+                files = [("linked:" + real, out), ("prelinked:" + real, modules)],
+                nvcc_flags = nvlink_flags(real, virtual, lto),
+            ),
+            inputs = link_inputs,
+            outputs = [out, modules],
+            params = out_path + "-0.params",
+            progress = ACTIONS[NVLINK].progress % (label, real, " -dlto" if lto else ""),
+            identifier = "dlink " + real,
+        )
+
+    reg_path = "%s/%s" % (base, file_name("dlink", "reg.c"))
+    reg = ctx.actions.declare_output(reg_path)
+    run_step(
+        ctx,
+        toolchain,
+        key = REGISTER,
+        items = step_arguments(
+            [REGISTER],
+            "",
+            toolchain.nvcc,
+            toolchain.host_compiler,
+            lists = [("--module-id-file", info.module_ids), ("--prelinked-file", prelinked)],
+            files = [("reg.c", reg)],
+        ),
+        inputs = info.module_ids + prelinked,
+        outputs = [reg],
+        params = reg_path + "-0.params",
+        progress = ACTIONS[REGISTER].progress % label,
+        identifier = "dlink",
+    )
+
+    flags = link_flags(links)
+    fatbin_path = "%s/%s" % (base, file_name("dlink", "fatbin.c"))
+    fatbin_c = ctx.actions.declare_output(fatbin_path)
+    run_step(
+        ctx,
+        toolchain,
+        key = LINK_FATBINARY,
+        items = step_arguments(
+            [LINK_FATBINARY],
+            "",
+            toolchain.nvcc,
+            toolchain.host_compiler,
+            files = [("linked:" + r, f) for r, f in linked.items()] + [("fatbin.c", fatbin_c)],
+            nvcc_flags = flags,
+        ),
+        inputs = linked.values(),
+        outputs = [fatbin_c],
+        params = fatbin_path + "-0.params",
+        progress = ACTIONS[LINK_FATBINARY].progress % label,
+        identifier = "dlink",
+    )
+
+    obj_path = "%s/%s" % (base, file_name("dlink", "obj"))
+    obj = ctx.actions.declare_output(obj_path)
+    run_step(
+        ctx,
+        toolchain,
+        key = LINK_HOST_COMPILE,
+        items = step_arguments(
+            [LINK_HOST_COMPILE],
+            "",
+            toolchain.nvcc,
+            toolchain.host_compiler,
+            files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
+            nvcc_flags = flags,
+        ),
+        inputs = [fatbin_c, reg],
+        outputs = [obj],
+        params = obj_path + "-0.params",
+        progress = ACTIONS[LINK_HOST_COMPILE].progress % label,
+        identifier = "dlink",
+    )
+    return struct(obj = obj, linked = linked)

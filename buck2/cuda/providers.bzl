@@ -1,0 +1,35 @@
+"""Providers of the Buck2 CUDA rules."""
+
+CudaToolchainInfo = provider(
+    doc = "A CUDA SDK and the step runner, as `cuda_toolchain` gives them.",
+    fields = {
+        "archs": "string, the default arch spec (plan.bzl's syntax)",
+        "copts": "list[string], nvcc flags for every CUDA target, before its own",
+        "cudadevrt": "Artifact or None: libcudadevrt.a, linked into rdc binaries",
+        "cudart": "list[Artifact]: the CUDA runtime libraries binaries link",
+        "host_compiler": "string, nvcc's host compiler (-ccbin)",
+        "linker": "string, the compiler that compiles host sources and links binaries",
+        "link_flags": "list[string], flags of every binary's link (after the libraries)",
+        "nvcc": "Artifact, the SDK's nvcc",
+        "real_archs": "list[string], the SDK's real archs ([]: not checked)",
+        "runner_main": "Artifact, the step runner's step.py",
+        "sdk_files": "dict[string, list[Artifact]], files by plan.bzl's ACTIONS sdk_files names",
+        "step_runner": "list[Artifact], the step runner's sources",
+        "version": "string, the SDK's version",
+        "virtual_archs": "list[string], the SDK's virtual archs ([]: not checked)",
+    },
+)
+
+CudaLibraryInfo = provider(
+    doc = "What a `cuda_library` gives its dependents (transitively, as lists).",
+    fields = {
+        "defines": "list[string], macros for dependents (-D)",
+        "headers": "list[Artifact], headers dependents may include",
+        "include_dirs": "list[string], include dirs (cell-relative) for dependents",
+        "libraries": "list[string], `<label>|<codes>` of each relocatable library",
+        "module_ids": "list[Artifact], .module_id files of relocatable sources",
+        "objects": "list[Artifact], host objects to link",
+        "rdc_cubins": "dict[string, list[Artifact]], relocatable cubins by real arch",
+        "rdc_ltoir": "dict[string, list[Artifact]], LTO-IR by virtual arch",
+    },
+)
