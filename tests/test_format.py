@@ -14,6 +14,7 @@ from conftest import REPO, SETUP_HINT
 BUILDIFIER = REPO / ".cache" / "node" / "node_modules" / ".bin" / "buildifier"
 STARLARK_ROOTS = [
     "rules_cuda_split",
+    "buck2",
     "cuda",
     "examples",
     "tests",

@@ -1,0 +1,345 @@
+"""The Buck2 rules (buck2/cuda/), checked without Buck2: no Buck2 binary can be installed
+here (docs/buck2.md). What this verifies, and nothing more:
+
+(a) every buck2/*.bzl file parses and loads in Buck2's dialect, with no Bazel global
+    predeclared (so what they load from rules_cuda_split/private/ is free of Bazel-only
+    builtins too);
+(b) run against a recording stand-in for Buck2's API (tests/buck2/buck2_api.star), the
+    rules register, for the examples' targets, the same step runner actions as the Bazel
+    rules: `bazel aquery` is run live, once per arch spec (a module fixture), and for each
+    target and CUDA mnemonic the command lines (params file expanded, as aquery shows
+    them) are equal as multisets, step for step and arch for arch.
+
+Masked before comparing, because the paths legitimately differ:
+  - the output root: Bazel's `bazel-out/<config>/bin/<package>/` and Buck2's
+    `buck-out/v2/gen/root/<config hash>/<package>/__<target>__/` both become
+    `<OUT>/<package>/` (below it, the rules name every file alike);
+  - the SDK's root: Bazel's `external/cuda_13_0/` and the recorder toolchain's
+    `cuda_sdk/` both become `<SDK>/`;
+  - Bazel's `--nvcc-flag=-I<bin root>` (cc_library's include root for generated
+    headers under their package path) is dropped: Buck2 puts a target's outputs under
+    `__<target>__/`, so that include root has no Buck2 counterpart;
+  - Bazel's `--nvcc-flag=-isystem --nvcc-flag=bazel-out/host/bin/external/cuda_13_0/
+    include[/cccl]` pairs are dropped: on the dlto example's targets the SDK's include
+    dirs reach the Bazel rules through the host configuration, whose bin dir
+    cuda_library.bzl's `_not_sdk` does not recognise (it filters the target's own bin
+    dir's copy only). nvcc adds the SDK's includes itself; this is a leak on the Bazel
+    side, which the Buck2 rules do not reproduce.
+Bazel's cuda_binary is a macro (`<name>_cuda`, `<name>_dlink`); Buck2's is one rule
+whose files live under the same names, so those Bazel targets map to `<name>`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from bazel_util import REPO, bazel
+
+sys.path.insert(0, str(REPO / "tests" / "buck2"))
+import recorder  # noqa: E402
+from recorder import Target  # noqa: E402
+
+BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
+HOST_COMPILER = "/usr/bin/gcc"
+CHECK = "//examples/common:cuda_check"
+
+# The examples' CUDA targets as BUCK files would declare them (the Bazel cc_library
+# header-only deps as header-only cuda_library; @cuda//:cublas, an SDK library whose
+# include paths nvcc adds itself, left out).
+EXAMPLES = [
+    Target("examples/common", "cuda_check", "cuda_library", {"hdrs": ["cuda_check.h"]}),
+    Target(
+        "examples/saxpy",
+        "saxpy",
+        "cuda_library",
+        {"srcs": ["saxpy.cu"], "hdrs": ["saxpy.h"], "deps": [CHECK]},
+    ),
+    Target(
+        "examples/multi",
+        "vector_ops",
+        "cuda_library",
+        {
+            "srcs": ["add.cu", "reduce.cu", "scale.cu"],
+            "hdrs": ["vector_ops.cuh"],
+            "copts": ["-lineinfo"],
+            "host_copts": ["-Wall", "-Wextra"],
+            "deps": [CHECK],
+        },
+    ),
+    Target(
+        "examples/multi",
+        "multi_main",
+        "cuda_binary",
+        {"srcs": ["main.cu"], "deps": [":vector_ops", CHECK]},
+    ),
+    Target(
+        "examples/dlto",
+        "help_function",
+        "cuda_library",
+        {
+            "srcs": ["help_function.cu"],
+            "hdrs": ["help_function.cuh"],
+            "archs": "lto_90",
+            "rdc": True,
+        },
+    ),
+    Target(
+        "examples/dlto",
+        "kernel",
+        "cuda_library",
+        {
+            "srcs": ["kernel.cu"],
+            "hdrs": ["kernel.h"],
+            "archs": "lto_90",
+            "rdc": True,
+            "deps": [":help_function", CHECK],
+        },
+    ),
+    Target(
+        "examples/dlto",
+        "dlto",
+        "cuda_binary",
+        {"srcs": ["main.cu"], "archs": "lto_90", "rdc": True, "deps": [":kernel", CHECK]},
+    ),
+    Target(
+        "examples/dynamic_parallelism",
+        "dynamic_parallelism",
+        "cuda_binary",
+        {"srcs": ["main.cu"], "rdc": True, "deps": [CHECK]},
+    ),
+    Target("examples/gemm", "reference", "cuda_library", {"hdrs": ["reference.h"]}),
+    Target(
+        "examples/gemm",
+        "help_function",
+        "cuda_library",
+        {"srcs": ["help_function.cu"], "hdrs": ["help_function.cuh"], "rdc": True},
+    ),
+    Target(
+        "examples/gemm",
+        "gemm_kernels",
+        "cuda_library",
+        {
+            "srcs": ["gemm_kernel_1.cu", "gemm_kernel_2.cu", "gemm_kernel_cublas.cu"],
+            "hdrs": ["gemm.h"],
+            "rdc": True,
+            "deps": [":help_function", CHECK],
+        },
+    ),
+    Target(
+        "examples/gemm",
+        "gemm",
+        "cuda_binary",
+        {"srcs": ["main.cu"], "deps": [":gemm_kernels", ":reference", CHECK]},
+    ),
+    Target("examples/gemm", "gemm_kernels_dlink", "cuda_device_link", {"deps": [":gemm_kernels"]}),
+    Target(
+        "examples/thrust",
+        "thrust_cub",
+        "cuda_binary",
+        {"srcs": ["checks.h", "cub_reduce.cu", "main.cu", "thrust_sort.cu"], "deps": [CHECK]},
+    ),
+    Target("examples/cublas", "cublas_gemm", "cuda_binary", {"srcs": ["gemm.cu"], "deps": [CHECK]}),
+]
+
+# Bazel's default (sm_90), two real archs, and a real arch with a PTX-only one (the
+# ptxas check); dlto's targets set lto_90 themselves.
+ARCH_SPECS = ["sm_90", "sm_80,sm_90", "sm_80;compute_90"]
+
+_MASKS = [
+    (re.compile(r"buck-out/v2/gen/root/[0-9a-f]+/(.*?)/__[^/]+__/"), r"<OUT>/\1/"),
+    (re.compile(r"bazel-out/[^/]+/bin/"), "<OUT>/"),
+    (re.compile(r"external/cuda_13_0/"), "<SDK>/"),
+    (re.compile(re.escape(recorder.SDK_DIR) + "/"), "<SDK>/"),
+]
+_BAZEL_BIN_INCLUDE = re.compile(r"--nvcc-flag=-Ibazel-out/[^/]+/bin(/|$)")
+
+Action = tuple[str, str, tuple[str, ...]]  # (target, mnemonic, masked argv)
+
+
+_BAZEL_HOST_SDK_INCLUDE = re.compile(
+    r"--nvcc-flag=bazel-out/host/bin/external/cuda_13_0/include(/|$)"
+)
+
+
+def _mask(argv: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for arg in argv:
+        if _BAZEL_BIN_INCLUDE.match(arg):
+            continue
+        if _BAZEL_HOST_SDK_INCLUDE.match(arg) and out and out[-1] == "--nvcc-flag=-isystem":
+            out.pop()
+            continue
+        for pattern, repl in _MASKS:
+            arg = pattern.sub(repl, arg)
+        out.append(arg)
+    return tuple(out)
+
+
+def _buck2_targets() -> set[str]:
+    return {f"//{t.package}:{t.name}" for t in EXAMPLES}
+
+
+def _bazel_label_to_buck2(label: str) -> str | None:
+    binaries = {f"//{t.package}:{t.name}" for t in EXAMPLES if t.rule == "cuda_binary"}
+    for suffix in ("_cuda", "_dlink"):
+        if label.endswith(suffix) and label[: -len(suffix)] in binaries:
+            return label[: -len(suffix)]
+    return label if label in _buck2_targets() else None
+
+
+def _mnemonics() -> dict[str, str]:
+    """Buck2 category -> Bazel mnemonic, for plan.bzl's ACTIONS (the rules' own map)."""
+    from cuda_split import plan as planlib
+
+    return {re.sub(r"(?<!^)([A-Z])", r"_\1", m).lower(): m for m in planlib.MNEMONICS}
+
+
+def bazel_actions(spec: str) -> collections.Counter[Action]:
+    """The examples' CUDA actions as `bazel aquery` shows them, masked."""
+    proc = bazel(
+        "aquery",
+        f"--//cuda:archs={spec}",
+        'mnemonic("Cuda.*", //examples/...)',
+        "--output=jsonproto",
+    )
+    data = json.loads(proc.stdout)
+    labels = {t["id"]: t["label"] for t in data.get("targets", [])}
+    found: collections.Counter[Action] = collections.Counter()
+    for action in data.get("actions", []):
+        target = _bazel_label_to_buck2(labels[action["targetId"]])
+        if target is None or action["mnemonic"] == "CudaCompileMono":
+            continue
+        found[(target, action["mnemonic"], _mask(action["arguments"]))] += 1
+    return found
+
+
+def buck2_actions(spec: str) -> collections.Counter[Action]:
+    """The same targets' step runner actions as the Buck2 rules register them under the
+    recorder, masked."""
+    report = recorder.run(recorder.toolchain_targets(spec, HOST_COMPILER) + EXAMPLES)
+    writes = recorder.writes_of(report)
+    categories = _mnemonics()
+    found: collections.Counter[Action] = collections.Counter()
+    for key, target in report.items():
+        for action in target["actions"]:
+            if action["kind"] != "run" or action["category"] not in categories:
+                continue
+            argv = recorder.expanded_argv(action, writes)
+            found[("//" + key, categories[action["category"]], _mask(argv))] += 1
+    return found
+
+
+def _public_name(path: pathlib.Path) -> str:
+    """A public global of a .bzl file, to load it by."""
+    text = path.read_text()
+    names = re.findall(r"^([A-Za-z]\w*) = ", text, re.M) + re.findall(
+        r"^def ([A-Za-z]\w*)\(", text, re.M
+    )
+    return names[0]
+
+
+def test_there_are_buck2_rule_files() -> None:
+    names = {p.name for p in BZL_FILES}
+    assert {"defs.bzl", "rules.bzl", "actions.bzl", "providers.bzl"} <= names
+
+
+@pytest.mark.parametrize("path", BZL_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.Path) -> None:
+    """Parses and runs the file (and what it loads) with Buck2's globals only."""
+    label = f"//{path.parent.relative_to(REPO)}:{path.name}"
+    script = tmp_path / "load.star"
+    script.write_text(f'load("{label}", "{_public_name(path)}")\n')
+    proc = subprocess.run(
+        [
+            str(recorder.STARLARK),
+            "-root",
+            str(REPO),
+            "-buck2",
+            "-predeclare",
+            str(recorder.API),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_bazel_builtin_fails_in_buck2_dialect(tmp_path: pathlib.Path) -> None:
+    """The dialect check can fail: `depset` (Bazel's) is not predeclared."""
+    script = tmp_path / "bad.star"
+    script.write_text("x = depset([])\n")
+    proc = subprocess.run(
+        [
+            str(recorder.STARLARK),
+            "-root",
+            str(REPO),
+            "-buck2",
+            "-predeclare",
+            str(recorder.API),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0 and "depset" in proc.stderr
+
+
+def test_sub_targets_per_arch() -> None:
+    report = recorder.run(
+        recorder.toolchain_targets("sm_80;compute_90", HOST_COMPILER) + EXAMPLES[:2]
+    )
+    subs = report["examples/saxpy:saxpy"]["sub_targets"]
+    assert sorted(subs["cubin"]["sub_targets"]) == ["sm_80"]
+    assert sorted(subs["ptx"]["sub_targets"]) == ["compute_80", "compute_90"]
+    assert [p.rsplit("/", 1)[1] for p in subs["fatbin"]["outputs"]] == ["saxpy.fatbin.c"]
+    dlto = recorder.run(recorder.toolchain_targets("sm_90", HOST_COMPILER) + EXAMPLES)[
+        "examples/dlto:dlto"
+    ]
+    assert sorted(dlto["sub_targets"]["linked_cubin"]["sub_targets"]) == ["sm_90"]
+    assert sorted(dlto["sub_targets"]["ltoir"]["sub_targets"]) == ["compute_90"]
+
+
+@pytest.fixture(scope="module", params=ARCH_SPECS)
+def both(
+    request: pytest.FixtureRequest,
+) -> tuple[str, collections.Counter[Action], collections.Counter[Action]]:
+    spec = request.param
+    return spec, bazel_actions(spec), buck2_actions(spec)
+
+
+@pytest.mark.bazel
+def test_buck2_actions_equal_bazel_aquery(
+    both: tuple[str, collections.Counter[Action], collections.Counter[Action]],
+) -> None:
+    spec, bazel_found, buck2_found = both
+    assert buck2_found, spec
+    # Every kind of step and every arch of the spec is there (the comparison is not vacuous).
+    mnemonics = {m for _, m, _ in bazel_found}
+    assert {
+        "CudaFrontend",
+        "CudaDevicePreprocess",
+        "CudaCicc",
+        "CudaPtxas",
+        "CudaHostCompile",
+    } <= mnemonics
+    assert {"CudaNvlink", "CudaRegister", "CudaLinkFatbinary", "CudaLinkStub"} <= mnemonics
+    only_bazel = bazel_found - buck2_found
+    only_buck2 = buck2_found - bazel_found
+    assert not only_bazel and not only_buck2, (
+        f"{spec}: {sum(only_bazel.values())} actions only in bazel aquery, "
+        f"{sum(only_buck2.values())} only under Buck2's recorder; first of each:\n"
+        + "\n".join(
+            " ".join(a[2]) + f"  [{a[0]} {a[1]}]"
+            for a in [*list(only_bazel)[:1], *list(only_buck2)[:1]]
+        )
+    )
