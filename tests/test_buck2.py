@@ -19,12 +19,10 @@ Masked before comparing, because the paths legitimately differ:
   - Bazel's `--nvcc-flag=-I<bin root>` (cc_library's include root for generated
     headers under their package path) is dropped: Buck2 puts a target's outputs under
     `__<target>__/`, so that include root has no Buck2 counterpart;
-  - Bazel's `--nvcc-flag=-isystem --nvcc-flag=bazel-out/host/bin/external/cuda_13_0/
-    include[/cccl]` pairs are dropped: on the dlto example's targets the SDK's include
-    dirs reach the Bazel rules through the host configuration, whose bin dir
-    cuda_library.bzl's `_not_sdk` does not recognise (it filters the target's own bin
-    dir's copy only). nvcc adds the SDK's includes itself; this is a leak on the Bazel
-    side, which the Buck2 rules do not reproduce.
+Nothing else is masked: the SDK's include dirs that reached the dlto example's Bazel
+actions through the host configuration (`-isystem bazel-out/host/bin/external/cuda_13_0/
+include`, which nvcc adds itself) showed up here as a difference and were fixed in
+cuda_library.bzl, not masked.
 Bazel's cuda_binary is a macro (`<name>_cuda`, `<name>_dlink`); Buck2's is one rule
 whose files live under the same names, so those Bazel targets map to `<name>`.
 """
@@ -163,18 +161,10 @@ _BAZEL_BIN_INCLUDE = re.compile(r"--nvcc-flag=-Ibazel-out/[^/]+/bin(/|$)")
 Action = tuple[str, str, tuple[str, ...]]  # (target, mnemonic, masked argv)
 
 
-_BAZEL_HOST_SDK_INCLUDE = re.compile(
-    r"--nvcc-flag=bazel-out/host/bin/external/cuda_13_0/include(/|$)"
-)
-
-
 def _mask(argv: list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for arg in argv:
         if _BAZEL_BIN_INCLUDE.match(arg):
-            continue
-        if _BAZEL_HOST_SDK_INCLUDE.match(arg) and out and out[-1] == "--nvcc-flag=-isystem":
-            out.pop()
             continue
         for pattern, repl in _MASKS:
             arg = pattern.sub(repl, arg)

@@ -30,26 +30,33 @@ def _checked(label, flags, origin):
         fail("%s: %s" % (label, err))
     return split_flags
 
-def _not_sdk(dirs, sdk_root, bin_dir):
-    """Include dirs but the SDK's: nvcc adds its own, and naming them again (say, from a
-    dependency on `@cuda//:cuda_headers`) would change the preprocessed sources."""
-    generated = bin_dir + "/" + sdk_root
-    return [
-        d
-        for d in dirs
-        if d != sdk_root and not d.startswith(sdk_root + "/") and
-           d != generated and not d.startswith(generated + "/")
-    ]
+def _in_source_tree(path):
+    """`path` without a leading `bazel-out/<configuration>/bin/`: where a generated
+    directory would be in the source tree, whichever configuration built it."""
+    parts = path.split("/", 3)
+    if len(parts) == 4 and parts[0] == "bazel-out" and parts[2] == "bin":
+        return parts[3]
+    return path
 
-def _include_flags(compilation_context, toolchain, bin_dir):
+def _not_sdk(dirs, sdk_root):
+    """Include dirs but the SDK's: nvcc adds its own, and naming them again (say, from a
+    dependency on `@cuda//:cuda_headers`, in this or the exec configuration) would change
+    the preprocessed sources."""
+    kept = []
+    for d in dirs:
+        where = _in_source_tree(d)
+        if where != sdk_root and not where.startswith(sdk_root + "/"):
+            kept.append(d)
+    return kept
+
+def _include_flags(compilation_context, toolchain):
     """-I/-isystem flags of the merged compilation context, the SDK's own left out."""
     sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
-    quote_includes = compilation_context.quote_includes.to_list()
-    flags = ["-I" + d for d in _not_sdk(quote_includes, sdk_root, bin_dir)]
-    flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root, bin_dir)]
-    for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root, bin_dir):
+    flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root)]
+    flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root)]
+    for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root):
         flags += ["-isystem", d]
     return flags
 
@@ -93,7 +100,7 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split):
     flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
     flags += ["-D" + d for d in compilation_context.defines.to_list()]
     flags += ["-D" + d for d in ctx.attr.local_defines]
-    flags += _include_flags(compilation_context, toolchain, ctx.bin_dir.path)
+    flags += _include_flags(compilation_context, toolchain)
     if ctx.attr.rdc:
         flags.append("-rdc=true")
     return flags
