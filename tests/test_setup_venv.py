@@ -94,9 +94,9 @@ def test_the_suite_runs_from_the_venv_so_subprocesses_find_cuda_split() -> None:
     assert pathlib.Path(proc.stdout.strip()).parent.parent == REPO / "tools"
 
 
-def _step_runner_files() -> list[str]:
-    """The srcs of //tools:step_runner, as tools/BUILD.bazel lists them."""
-    text = (REPO / "tools" / "BUILD.bazel").read_text()
+def _step_runner_files(build_file: str = "BUILD.bazel") -> list[str]:
+    """The srcs of //tools:step_runner, as tools/BUILD.bazel (or tools/BUCK) lists them."""
+    text = (REPO / "tools" / build_file).read_text()
     block = text[text.index('name = "step_runner"') :]
     block = block[block.index("srcs = [") : block.index("]")]
     return re.findall(r'"(cuda_split/[\w/]+\.py)"', block)
@@ -125,6 +125,11 @@ def test_step_runner_filegroup_is_what_step_py_imports() -> None:
             needed.add(module)
             todo.append(module)
     assert listed == needed
+
+
+def test_buck2s_step_runner_has_the_same_files() -> None:
+    """tools/BUCK's step_runner (the Buck2 rules' runner) lists what Bazel's lists."""
+    assert _step_runner_files("BUCK") == _step_runner_files()
 
 
 def test_step_runner_needs_only_the_standard_library() -> None:
