@@ -240,26 +240,20 @@ def test_there_are_buck2_rule_files() -> None:
     assert {"defs.bzl", "rules.bzl", "actions.bzl", "providers.bzl"} <= names
 
 
+def _run_in_buck2_dialect(script: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """The interpreter on `script` with Buck2's globals and the API stand-in only."""
+    argv = [str(recorder.STARLARK), "-root", str(REPO), "-buck2"]
+    argv += ["-predeclare", str(recorder.API), str(script)]
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
 @pytest.mark.parametrize("path", BZL_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.Path) -> None:
     """Parses and runs the file (and what it loads) with Buck2's globals only."""
     label = f"//{path.parent.relative_to(REPO)}:{path.name}"
     script = tmp_path / "load.star"
     script.write_text(f'load("{label}", "{_public_name(path)}")\n')
-    proc = subprocess.run(
-        [
-            str(recorder.STARLARK),
-            "-root",
-            str(REPO),
-            "-buck2",
-            "-predeclare",
-            str(recorder.API),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _run_in_buck2_dialect(script)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -267,20 +261,7 @@ def test_a_bazel_builtin_fails_in_buck2_dialect(tmp_path: pathlib.Path) -> None:
     """The dialect check can fail: `depset` (Bazel's) is not predeclared."""
     script = tmp_path / "bad.star"
     script.write_text("x = depset([])\n")
-    proc = subprocess.run(
-        [
-            str(recorder.STARLARK),
-            "-root",
-            str(REPO),
-            "-buck2",
-            "-predeclare",
-            str(recorder.API),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _run_in_buck2_dialect(script)
     assert proc.returncode != 0 and "depset" in proc.stderr
 
 

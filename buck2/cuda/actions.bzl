@@ -17,6 +17,7 @@ load(
     "file_name",
     "link_archs",
     "link_flags",
+    "missing_device_code",
     "nvlink_flags",
     "source_actions",
     "source_dir",
@@ -145,22 +146,6 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
         )
     return struct(obj = files["obj"], files = files)
 
-def missing_archs(libraries, links):
-    """`<library> has no device code for ...` lines for libraries without code for a
-    link arch (`libraries`: `<label>|<codes>` entries)."""
-    lines = []
-    for entry in libraries:
-        label, _, codes = entry.partition("|")
-        have = codes.split(",")
-        missing = []
-        for real, virtual, lto in links:
-            if real in have or (lto and "lto_" + virtual[len("compute_"):] in have):
-                continue
-            missing.append(("lto_" + real[len("sm_"):] + " or " + real) if lto else real)
-        if missing:
-            lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
-    return lines
-
 def device_link(ctx, toolchain, *, info, groups, target = None):
     """Emits the device link of the relocatable code in `info`: one nvlink per arch, the
     registration file, fatbinary -link and the link.stub compile.
@@ -182,7 +167,7 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
             name,
             ", ".join([g.virtual for g in groups]),
         ))
-    missing = missing_archs(info.libraries, links)
+    missing = missing_device_code(info.libraries, links)
     if missing:
         fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
             name,

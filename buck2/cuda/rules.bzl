@@ -12,6 +12,7 @@ load(
     "//rules_cuda_split/private:plan.bzl",
     "ACCEPTED_FORMS",
     "codes_of",
+    "files_by_arch",
     "parse_arch_spec",
     "unsupported_archs",
 )
@@ -201,21 +202,12 @@ def _library_parts(ctx, toolchain, *, srcs, target):
         ),
         module_ids = _merge_lists([o.files["module_id"] for o in outputs] if own_rdc else [], [d.module_ids for d in deps]),
         objects = _merge_lists(objects, [d.objects for d in deps], direct_first = True),
-        rdc_cubins = _merge_by_arch(_by_arch(outputs, "cubin:") if own_rdc else {}, deps, "rdc_cubins"),
-        rdc_ltoir = _merge_by_arch(_by_arch(outputs, "ltoir:") if own_rdc else {}, deps, "rdc_ltoir"),
+        rdc_cubins = _merge_by_arch(files_by_arch(outputs, "cubin:") if own_rdc else {}, deps, "rdc_cubins"),
+        rdc_ltoir = _merge_by_arch(files_by_arch(outputs, "ltoir:") if own_rdc else {}, deps, "rdc_ltoir"),
     )
-    device = {kind: _by_arch(outputs, kind + ":") for kind in ["ptx", "cubin", "ltoir"]}
+    device = {kind: files_by_arch(outputs, kind + ":") for kind in ["ptx", "cubin", "ltoir"]}
     device["fatbin"] = {"": [o.files["fatbin.c"] for o in outputs]}
     return struct(info = info, objects = objects, device = device, groups = groups)
-
-def _by_arch(outputs, prefix):
-    found = {}
-    for o in outputs:
-        for role, f in o.files.items():
-            if role.startswith(prefix):
-                arch = role[len(prefix):]
-                found[arch] = found.get(arch, []) + [f]
-    return found
 
 def _sub_targets(device):
     """Sub-targets `ptx`, `cubin`, `ltoir` and `fatbin`, each with one per arch

@@ -6,7 +6,7 @@ load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
 load(":flags.bzl", "check_nvcc_flags")
-load(":plan.bzl", "codes_of")
+load(":plan.bzl", "codes_of", "files_by_arch")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(
     ":settings.bzl",
@@ -128,16 +128,6 @@ def _own_compilation_context(ctx):
         defines = depset(ctx.attr.defines),
     )
 
-def _by_arch(outputs, prefix):
-    """{arch: [files]} of the compile outputs whose role starts with `prefix`."""
-    found = {}
-    for o in outputs:
-        for role, f in o.files.items():
-            if role.startswith(prefix):
-                arch = role[len(prefix):]
-                found[arch] = found.get(arch, []) + [f]
-    return found
-
 def _compile_sources(ctx, *, toolchain, cc_toolchain, groups, compilation_context, split):
     per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
     if per_arch_list and not split:
@@ -208,8 +198,8 @@ def _rdc_info(ctx, outputs, groups, split):
         return merge_rdc_infos(rdc_deps)
     return merge_rdc_infos(
         rdc_deps,
-        cubins = _by_arch(outputs, "cubin:") if split else {},
-        ltoir = _by_arch(outputs, "ltoir:") if split else {},
+        cubins = files_by_arch(outputs, "cubin:") if split else {},
+        ltoir = files_by_arch(outputs, "ltoir:") if split else {},
         objects = [] if split else [o.obj for o in outputs],
         module_ids = [o.files["module_id"] for o in outputs],
         libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],

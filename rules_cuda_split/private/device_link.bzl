@@ -15,6 +15,7 @@ load(
     "file_name",
     "link_archs",
     "link_flags",
+    "missing_device_code",
     "nvlink_flags",
 )
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
@@ -38,21 +39,6 @@ cuda_rdc_aspect = aspect(
     doc = "Collects the relocatable device code (CudaRdcInfo) of a target's `deps`, " +
           "through `cc_library` and any other rule with `deps`.",
 )
-
-def _missing_archs(rdc, links):
-    """`<library> lacks <codes>` lines for libraries without code for a link arch."""
-    lines = []
-    for entry in rdc.libraries.to_list():
-        label, _, codes = entry.partition("|")
-        have = codes.split(",")
-        missing = []
-        for real, virtual, lto in links:
-            if real in have or (lto and "lto_" + virtual[len("compute_"):] in have):
-                continue
-            missing.append(("lto_" + real[len("sm_"):] + " or " + real) if lto else real)
-        if missing:
-            lines.append("  %s has no device code for %s (it has %s)" % (label, ", ".join(missing), codes))
-    return lines
 
 def _run(ctx, kind, toolchain, cc_toolchain, args, inputs, outputs, progress_args):
     """Runs the step runner with `args` for the device-link `kind` (plan.bzl's ACTIONS);
@@ -101,7 +87,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
             ctx.label,
             ", ".join([g.virtual for g in groups]),
         ))
-    missing = _missing_archs(rdc, links)
+    missing = missing_device_code(rdc.libraries.to_list(), links)
     if missing:
         fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
             ctx.label,

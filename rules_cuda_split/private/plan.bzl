@@ -496,3 +496,42 @@ def nvlink_flags(real, virtual, lto):
     """The arch flags of one nvlink step: only its own arch, so the action is the same
     whatever else the binary targets."""
     return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
+
+def missing_device_code(libraries, links):
+    """`  <label> has no device code for ...` lines, one for each library of a device
+    link without code for one of its link archs (an error message's body).
+
+    Args:
+      libraries: list of `<label>|<codes>` strings (the relocatable libraries linked).
+      links: link_archs' (real, virtual, lto) tuples.
+
+    Returns:
+      list of strings, empty when every library has code for every arch.
+    """
+    lines = []
+    for entry in libraries:
+        label, _, codes = entry.partition("|")
+        have = codes.split(",")
+        missing = []
+        for real, virtual, lto in links:
+            if real in have or (lto and "lto_" + virtual[len("compute_"):] in have):
+                continue
+            missing.append(("lto_" + real[len("sm_"):] + " or " + real) if lto else real)
+        if missing:
+            lines.append("  %s has no device code for %s (it has %s)" % (
+                label,
+                ", ".join(missing),
+                codes,
+            ))
+    return lines
+
+def files_by_arch(outputs, prefix):
+    """{arch: [files]} of a target's compile outputs whose role starts with `prefix`
+    (`cubin:`, `ltoir:`, `ptx:`); `outputs`: structs with a `files` dict (role -> file)."""
+    found = {}
+    for o in outputs:
+        for role, f in o.files.items():
+            if role.startswith(prefix):
+                arch = role[len(prefix):]
+                found[arch] = found.get(arch, []) + [f]
+    return found
