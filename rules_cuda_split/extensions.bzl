@@ -61,7 +61,8 @@ version.""",
                   "default: the first of `versions`.",
         ),
         "components": attr.string_list(
-            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `nvrtc`, `nvjitlink`.",
+            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `nvrtc`, " +
+                  "`nvjitlink`.",
         ),
         "base_url": attr.string(
             doc = "A mirror serving the wheels under their own names (`file:///wheels`).",

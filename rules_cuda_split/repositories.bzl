@@ -80,7 +80,11 @@ def rules_cuda_split_toolchains(name = "local_cuda", **kwargs):
     cuda_sdk_repository(name = name, **kwargs)
     native.register_toolchains("@%s//:toolchain" % name)
 
-def rules_cuda_split_wheel_toolchains(name = "cuda", versions = ["13.0"], default_version = "", **kwargs):
+def rules_cuda_split_wheel_toolchains(
+        name = "cuda",
+        versions = ["13.0"],
+        default_version = "",
+        **kwargs):
     """Declares the hermetic SDKs (`cuda_wheel_sdks`) and registers their toolchains.
 
     One toolchain per version, chosen by `--@rules_cuda_split//cuda:version` (unset: the

@@ -25,7 +25,12 @@ load(
     "source_steps",
     "step_roles",
 )
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_PYTHON", "RUNNER_PYTHON_FLAGS", "step_arguments")
+load(
+    "//rules_cuda_split/private:runner.bzl",
+    "RUNNER_PYTHON",
+    "RUNNER_PYTHON_FLAGS",
+    "step_arguments",
+)
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -82,7 +87,10 @@ def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, i
     # them (hidden), so the write action depends on none of them.
     params_file = ctx.actions.write(params, cmd_args(render(items), ignore_artifacts = True))
     cmd = cmd_args(
-        [RUNNER_PYTHON] + RUNNER_PYTHON_FLAGS + [toolchain.runner_main, cmd_args(params_file, format = "@{}")],
+        [RUNNER_PYTHON] + RUNNER_PYTHON_FLAGS + [
+            toolchain.runner_main,
+            cmd_args(params_file, format = "@{}"),
+        ],
         hidden = inputs + sdk_inputs(toolchain, action.sdk_files) + toolchain.step_runner +
                  [o.as_output() for o in outputs],
     )
@@ -184,7 +192,9 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
         linked[real] = out
         modules = ctx.actions.declare_output("%s/dlink.%s.prelinked" % (base, real))
         prelinked.append(modules)
-        link_inputs = info.rdc_cubins.get(real, []) + (info.rdc_ltoir.get(virtual, []) if lto else [])
+        link_inputs = info.rdc_cubins.get(real, [])
+        if lto:
+            link_inputs = link_inputs + info.rdc_ltoir.get(virtual, [])
         run_step(
             ctx,
             toolchain,

@@ -6,7 +6,11 @@ model (rules_cuda_split/private/plan.bzl), the step runner's command line (runne
 and flag checks (flags.bzl): one definition of each.
 """
 
-load("//buck2/cuda:providers.bzl", _CudaLibraryInfo = "CudaLibraryInfo", _CudaToolchainInfo = "CudaToolchainInfo")
+load(
+    "//buck2/cuda:providers.bzl",
+    _CudaLibraryInfo = "CudaLibraryInfo",
+    _CudaToolchainInfo = "CudaToolchainInfo",
+)
 load(
     "//buck2/cuda:rules.bzl",
     _cuda_binary = "cuda_binary",

@@ -77,8 +77,13 @@ cuda_toolchain = rule(
                   "ACTIONS `sdk_files`: headers, host_headers, cudafe, cicc, ptxas, " +
                   "fatbinary, link (every one with nvcc and nvcc.profile).",
         ),
-        "step_runner": attrs.dep(doc = "A `cuda_step_runner`: rules_cuda_split//tools:step_runner."),
-        "host_compiler": attrs.string(default = "/usr/bin/gcc", doc = "nvcc's host compiler (-ccbin)."),
+        "step_runner": attrs.dep(
+            doc = "A `cuda_step_runner`: rules_cuda_split//tools:step_runner.",
+        ),
+        "host_compiler": attrs.string(
+            default = "/usr/bin/gcc",
+            doc = "nvcc's host compiler (-ccbin).",
+        ),
         "linker": attrs.string(
             default = "/usr/bin/g++",
             doc = "Compiles cuda_binary's host sources and links binaries.",
@@ -88,13 +93,36 @@ cuda_toolchain = rule(
             default = ["-lpthread", "-ldl", "-lrt"],
             doc = "Flags of every binary's link, after the CUDA runtime.",
         ),
-        "cudart": attrs.list(attrs.source(), default = [], doc = "The CUDA runtime (libcudart_static.a)."),
-        "cudadevrt": attrs.option(attrs.source(), default = None, doc = "libcudadevrt.a, for rdc binaries."),
-        "archs": attrs.string(default = "sm_90", doc = "The default arch spec (Bazel's --//cuda:archs)."),
-        "copts": attrs.list(attrs.string(), default = [], doc = "nvcc flags of every CUDA target (Bazel's --//cuda:copts)."),
+        "cudart": attrs.list(
+            attrs.source(),
+            default = [],
+            doc = "The CUDA runtime (libcudart_static.a).",
+        ),
+        "cudadevrt": attrs.option(
+            attrs.source(),
+            default = None,
+            doc = "libcudadevrt.a, for rdc binaries.",
+        ),
+        "archs": attrs.string(
+            default = "sm_90",
+            doc = "The default arch spec (Bazel's --//cuda:archs).",
+        ),
+        "copts": attrs.list(
+            attrs.string(),
+            default = [],
+            doc = "nvcc flags of every CUDA target (Bazel's --//cuda:copts).",
+        ),
         "version": attrs.string(default = "", doc = "The SDK's version, for messages."),
-        "real_archs": attrs.list(attrs.string(), default = [], doc = "The SDK's real archs; [] checks none."),
-        "virtual_archs": attrs.list(attrs.string(), default = [], doc = "The SDK's virtual archs; [] checks none."),
+        "real_archs": attrs.list(
+            attrs.string(),
+            default = [],
+            doc = "The SDK's real archs; [] checks none.",
+        ),
+        "virtual_archs": attrs.list(
+            attrs.string(),
+            default = [],
+            doc = "The SDK's virtual archs; [] checks none.",
+        ),
     },
 )
 
@@ -156,15 +184,20 @@ def _library_parts(ctx, toolchain, *, srcs, target):
     deps = [d[CudaLibraryInfo] for d in ctx.attrs.deps if CudaLibraryInfo in d]
 
     defines = _merge_lists(ctx.attrs.defines, [d.defines for d in deps], direct_first = True)
-    flags = _checked(ctx, toolchain.copts, "the toolchain's copts") + _checked(ctx, ctx.attrs.copts, "copts")
+    flags = _checked(ctx, toolchain.copts, "the toolchain's copts") + _checked(
+        ctx,
+        ctx.attrs.copts,
+        "copts",
+    )
     flags += ["-Xcompiler=" + f for f in ctx.attrs.host_copts]
     flags += ["-Xptxas=" + f for f in ctx.attrs.ptxas_opts]
     flags += ["-D" + d for d in defines + ctx.attrs.local_defines]
 
     # Include roots, as cc_library's: the cell's root, then `includes` (relative to
     # their packages) of this target and its deps, each once.
+    pkg = ctx.label.package
     include_dirs = _merge_lists(
-        ["%s/%s" % (ctx.label.package, inc) if inc != "." else ctx.label.package for inc in ctx.attrs.includes],
+        ["%s/%s" % (pkg, inc) if inc != "." else pkg for inc in ctx.attrs.includes],
         [d.include_dirs for d in deps],
         direct_first = True,
     )
@@ -197,17 +230,33 @@ def _library_parts(ctx, toolchain, *, srcs, target):
         headers = headers,
         include_dirs = include_dirs,
         libraries = _merge_lists(
-            ["%s|%s" % (target or ctx.label.name, ",".join([c for g in groups for c in codes_of(g)]))] if own_rdc else [],
+            [_library_entry(target or ctx.label.name, groups)] if own_rdc else [],
             [d.libraries for d in deps],
         ),
-        module_ids = _merge_lists([o.files["module_id"] for o in outputs] if own_rdc else [], [d.module_ids for d in deps]),
+        module_ids = _merge_lists(
+            [o.files["module_id"] for o in outputs] if own_rdc else [],
+            [d.module_ids for d in deps],
+        ),
         objects = _merge_lists(objects, [d.objects for d in deps], direct_first = True),
-        rdc_cubins = _merge_by_arch(files_by_arch(outputs, "cubin:") if own_rdc else {}, deps, "rdc_cubins"),
-        rdc_ltoir = _merge_by_arch(files_by_arch(outputs, "ltoir:") if own_rdc else {}, deps, "rdc_ltoir"),
+        rdc_cubins = _merge_by_arch(
+            files_by_arch(outputs, "cubin:") if own_rdc else {},
+            deps,
+            "rdc_cubins",
+        ),
+        rdc_ltoir = _merge_by_arch(
+            files_by_arch(outputs, "ltoir:") if own_rdc else {},
+            deps,
+            "rdc_ltoir",
+        ),
     )
     device = {kind: files_by_arch(outputs, kind + ":") for kind in ["ptx", "cubin", "ltoir"]}
     device["fatbin"] = {"": [o.files["fatbin.c"] for o in outputs]}
     return struct(info = info, objects = objects, device = device, groups = groups)
+
+def _library_entry(name, groups):
+    """`<name>|<codes>`: a relocatable library and the codes it has, for the device
+    link's check (plan.bzl's missing_device_code)."""
+    return "%s|%s" % (name, ",".join([c for g in groups for c in codes_of(g)]))
 
 def _sub_targets(device):
     """Sub-targets `ptx`, `cubin`, `ltoir` and `fatbin`, each with one per arch
@@ -215,7 +264,11 @@ def _sub_targets(device):
     subs = {}
     for kind, by_arch in device.items():
         every = [f for files in by_arch.values() for f in files]
-        per_arch = {arch: [DefaultInfo(default_outputs = files)] for arch, files in by_arch.items() if arch}
+        per_arch = {
+            arch: [DefaultInfo(default_outputs = files)]
+            for arch, files in by_arch.items()
+            if arch
+        }
         subs[kind] = [DefaultInfo(default_outputs = every, sub_targets = per_arch)]
     return subs
 
@@ -234,19 +287,39 @@ _LIBRARY_ATTRS = {
         doc = "`.cu` sources, and `.cc`/`.cpp`/`.cxx` compiled as CUDA (`nvcc -x cu`); " +
               "headers listed here are private.",
     ),
-    "hdrs": attrs.list(attrs.source(), default = [], doc = "Public headers, visible to dependents."),
+    "hdrs": attrs.list(
+        attrs.source(),
+        default = [],
+        doc = "Public headers, visible to dependents.",
+    ),
     "deps": attrs.list(attrs.dep(), default = [], doc = "`cuda_library` targets this one uses."),
     "archs": attrs.string(
         default = "",
         doc = "Arch spec (`sm_80,sm_90`, `compute_80:sm_80,sm_86`, `compute_90` for PTX " +
               "only, `lto_90` for LTO-IR); default: the toolchain's.",
     ),
-    "copts": attrs.list(attrs.string(), default = [], doc = "nvcc flags for every step; arch, output and mode flags are refused."),
-    "host_copts": attrs.list(attrs.string(), default = [], doc = "Host compiler flags (`-Xcompiler=`)."),
+    "copts": attrs.list(
+        attrs.string(),
+        default = [],
+        doc = "nvcc flags for every step; arch, output and mode flags are refused.",
+    ),
+    "host_copts": attrs.list(
+        attrs.string(),
+        default = [],
+        doc = "Host compiler flags (`-Xcompiler=`).",
+    ),
     "ptxas_opts": attrs.list(attrs.string(), default = [], doc = "ptxas flags (`-Xptxas=`)."),
-    "defines": attrs.list(attrs.string(), default = [], doc = "Macros for this target and its dependents."),
+    "defines": attrs.list(
+        attrs.string(),
+        default = [],
+        doc = "Macros for this target and its dependents.",
+    ),
     "local_defines": attrs.list(attrs.string(), default = [], doc = "Macros for this target only."),
-    "includes": attrs.list(attrs.string(), default = [], doc = "Include dirs relative to the package, for dependents too."),
+    "includes": attrs.list(
+        attrs.string(),
+        default = [],
+        doc = "Include dirs relative to the package, for dependents too.",
+    ),
     "rdc": attrs.bool(
         default = False,
         doc = "Relocatable device code (`-rdc=true`), device-linked by `cuda_binary` or " +
@@ -279,7 +352,10 @@ def _cuda_device_link_impl(ctx):
         default_outputs = [linked.obj],
         sub_targets = {"cubin": [DefaultInfo(
             default_outputs = linked.linked.values(),
-            sub_targets = {r: [DefaultInfo(default_outputs = [f])] for r, f in linked.linked.items()},
+            sub_targets = {
+                r: [DefaultInfo(default_outputs = [f])]
+                for r, f in linked.linked.items()
+            },
         )]},
     )]
 
@@ -301,7 +377,11 @@ cuda_device_link = rule(
           "one nvlink action per GPU arch, the registration file, `fatbinary -link` and " +
           "the link.stub object (its default output). `[cubin][sm_90]`: a linked cubin.",
     attrs = {
-        "deps": attrs.list(attrs.dep(), default = [], doc = "Targets whose relocatable device code to link."),
+        "deps": attrs.list(
+            attrs.dep(),
+            default = [],
+            doc = "Targets whose relocatable device code to link.",
+        ),
         "archs": attrs.string(default = "", doc = "Archs to link for; default: the toolchain's."),
         "_cuda_toolchain": attrs.toolchain_dep(
             default = _TOOLCHAIN,
@@ -322,7 +402,13 @@ def _cuda_binary_impl(ctx):
     info, device = parts.info, parts.device
     objects = list(info.objects)
     if info.module_ids:
-        linked = device_link(ctx, toolchain, info = info, groups = parts.groups, target = name + "_dlink")
+        linked = device_link(
+            ctx,
+            toolchain,
+            info = info,
+            groups = parts.groups,
+            target = name + "_dlink",
+        )
         objects.append(linked.obj)
         device["linked_cubin"] = {r: [f] for r, f in linked.linked.items()}
     for src in host_srcs:
@@ -344,7 +430,8 @@ def _cuda_binary_impl(ctx):
         )
         objects.append(obj)
     exe = ctx.actions.declare_output(name)
-    runtime = ([toolchain.cudadevrt] if info.module_ids and toolchain.cudadevrt else []) + toolchain.cudart
+    devrt = [toolchain.cudadevrt] if info.module_ids and toolchain.cudadevrt else []
+    runtime = devrt + toolchain.cudart
     ctx.actions.run(
         cmd_args(toolchain.linker, "-o", exe.as_output(), objects, runtime, toolchain.link_flags),
         category = "cuda_host_link",

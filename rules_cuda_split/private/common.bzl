@@ -50,7 +50,10 @@ def resolve_archs(ctx, toolchain):
     Fails at analysis time naming the bad token, the accepted forms and the SDK's archs.
     """
     spec = ctx.attr.archs or ctx.attr._archs[CudaArchsSettingInfo].spec
-    origin = "archs = \"%s\"" % spec if ctx.attr.archs else "--@rules_cuda_split//cuda:archs=%s" % spec
+    if ctx.attr.archs:
+        origin = "archs = \"%s\"" % spec
+    else:
+        origin = "--@rules_cuda_split//cuda:archs=%s" % spec
     groups, err = parse_arch_spec(spec)
     if err:
         fail("%s (%s): %s" % (ctx.label, origin, err))
@@ -123,7 +126,8 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
     runner = ctx.files._step_runner
     main = [f for f in runner if f.basename == RUNNER_MAIN]
     if len(main) != 1:
-        fail("%s: the step runner %s has no single %s" % (ctx.label, ctx.attr._step_runner.label, RUNNER_MAIN))
+        runner_label = ctx.attr._step_runner.label
+        fail("%s: the step runner %s has no single %s" % (ctx.label, runner_label, RUNNER_MAIN))
     ctx.actions.run(
         executable = RUNNER_PYTHON,
         arguments = RUNNER_PYTHON_FLAGS + [main[0].path, args],

@@ -61,7 +61,16 @@ def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_
         nvcc_flags = nvcc_flags,
     ))
 
-def cuda_compile_split(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers, per_arch_list = False):
+def cuda_compile_split(
+        ctx,
+        *,
+        src,
+        groups,
+        nvcc_flags,
+        toolchain,
+        cc_toolchain,
+        headers,
+        per_arch_list = False):
     """Emits the split actions compiling `src`.
 
     Args:
@@ -133,7 +142,10 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
     keep = ctx.actions.declare_directory(out_dir + ".mono")
-    groups_dirs = {kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind)) for kind in _MONO_GROUPS}
+    groups_dirs = {
+        kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind))
+        for kind in _MONO_GROUPS
+    }
     action = ACTIONS[MONO]
     args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
     args.add("--file=obj=%s" % obj.path)
@@ -145,7 +157,11 @@ def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     run_step(
         ctx,
         args = args,
-        inputs = depset([src], transitive = sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files, headers]),
+        inputs = depset(
+            [src],
+            transitive = sdk_inputs(toolchain, action.sdk_files) +
+                         [cc_toolchain.all_files, headers],
+        ),
         outputs = [obj, module_id, keep] + groups_dirs.values(),
         mnemonic = action.mnemonic,
         progress_message = action.progress % (

@@ -51,7 +51,9 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
     visibility = kwargs.pop("visibility", None)
     common = {k: kwargs[k] for k in _COMMON_ATTRS if k in kwargs}
     lib_kwargs = {k: kwargs.pop(k) for k in _LIBRARY_ATTRS if k in kwargs}
-    wrapper_kwargs = {k: kwargs.pop(k) for k in _TEST_ATTRS if k in kwargs} if cc_rule == cc_test else {}
+    wrapper_kwargs = {}
+    if cc_rule == cc_test:
+        wrapper_kwargs = {k: kwargs.pop(k) for k in _TEST_ATTRS if k in kwargs}
     if "args" in kwargs:
         wrapper_kwargs["args"] = kwargs.pop("args")
     cuda_srcs, host_srcs = _split_srcs(kwargs.pop("srcs", []), host_srcs_as_cuda)

@@ -4,7 +4,16 @@
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
-load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs", "run_step", "sdk_inputs", "step_args")
+load(
+    ":common.bzl",
+    "STEP_RULE_ATTRS",
+    "STEP_RULE_TOOLCHAINS",
+    "TOOLCHAIN_TYPE",
+    "resolve_archs",
+    "run_step",
+    "sdk_inputs",
+    "step_args",
+)
 load(
     ":plan.bzl",
     "ACTIONS",
@@ -47,7 +56,10 @@ def _run(ctx, kind, toolchain, cc_toolchain, args, inputs, outputs, progress_arg
     run_step(
         ctx,
         args = args,
-        inputs = depset(transitive = [inputs] + sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files]),
+        inputs = depset(
+            transitive = [inputs] + sdk_inputs(toolchain, action.sdk_files) +
+                         [cc_toolchain.all_files],
+        ),
         outputs = outputs,
         mnemonic = action.mnemonic,
         progress_message = action.progress % progress_args,
@@ -121,7 +133,16 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
             # Only this arch: the action's key is the same whatever else the binary targets.
             nvcc_flags = nvlink_flags(real, virtual, lto),
         )
-        _run(ctx, NVLINK, toolchain, cc_toolchain, args, link_inputs, [out, modules], (label, real, " -dlto" if lto else ""))
+        _run(
+            ctx,
+            NVLINK,
+            toolchain,
+            cc_toolchain,
+            args,
+            link_inputs,
+            [out, modules],
+            (label, real, " -dlto" if lto else ""),
+        )
 
     reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
     args = _base_args(
@@ -133,7 +154,16 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         lists = [("--module-id-file", rdc.module_ids), ("--prelinked-file", prelinked)],
         files = [("reg.c", reg)],
     )
-    _run(ctx, REGISTER, toolchain, cc_toolchain, args, depset(prelinked, transitive = [rdc.module_ids]), [reg], (label,))
+    _run(
+        ctx,
+        REGISTER,
+        toolchain,
+        cc_toolchain,
+        args,
+        depset(prelinked, transitive = [rdc.module_ids]),
+        [reg],
+        (label,),
+    )
 
     flags = link_flags(links)
     fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
@@ -143,10 +173,20 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         "",
         toolchain,
         cc_toolchain,
-        files = [("linked:" + real, out) for real, out in linked.items()] + [("fatbin.c", fatbin_c)],
+        files = [("linked:" + real, out) for real, out in linked.items()] +
+                [("fatbin.c", fatbin_c)],
         nvcc_flags = flags,
     )
-    _run(ctx, LINK_FATBINARY, toolchain, cc_toolchain, args, depset(linked.values()), [fatbin_c], (label,))
+    _run(
+        ctx,
+        LINK_FATBINARY,
+        toolchain,
+        cc_toolchain,
+        args,
+        depset(linked.values()),
+        [fatbin_c],
+        (label,),
+    )
 
     obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
     args = _base_args(
@@ -158,7 +198,16 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
         nvcc_flags = flags,
     )
-    _run(ctx, LINK_HOST_COMPILE, toolchain, cc_toolchain, args, depset([fatbin_c, reg]), [obj], (label,))
+    _run(
+        ctx,
+        LINK_HOST_COMPILE,
+        toolchain,
+        cc_toolchain,
+        args,
+        depset([fatbin_c, reg]),
+        [obj],
+        (label,),
+    )
     return struct(obj = obj, cubins = linked.values())
 
 def _cuda_device_link_impl(ctx):
@@ -170,7 +219,13 @@ def _cuda_device_link_impl(ctx):
         # Nothing relocatable below: no device link, no actions.
         return [DefaultInfo(), deps_cc]
     groups = resolve_archs(ctx, toolchain)
-    linked = emit_device_link(ctx, rdc = rdc, groups = groups, toolchain = toolchain, cc_toolchain = cc_toolchain)
+    linked = emit_device_link(
+        ctx,
+        rdc = rdc,
+        groups = groups,
+        toolchain = toolchain,
+        cc_toolchain = cc_toolchain,
+    )
     feature_configuration = cc_common.configure_features(
         ctx = ctx,
         cc_toolchain = cc_toolchain,

@@ -13,7 +13,8 @@ _OUTPUT = ("it changes what nvcc writes, and a cuda_library compiles to objects;
 _PLAN = ("the rules run nvcc's plan step by step themselves; --output_groups and " +
          "`bazel aquery` show the intermediate files and commands")
 _HOST = "the host compiler is the C++ toolchain's"
-_LANGUAGE = "the rules choose it from the file extension (.cc/.cpp/.cxx sources are compiled as CUDA)"
+_LANGUAGE = ("the rules choose it from the file extension (.cc/.cpp/.cxx sources are " +
+             "compiled as CUDA)")
 
 # Option name (no dashes) -> why copts may not contain it.
 REFUSED_FLAGS = {

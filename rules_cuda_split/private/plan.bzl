@@ -79,7 +79,11 @@ def _arch_number(token, prefix):
 def _group(virtual, codes, spec):
     vnum = _arch_number(virtual, "compute_")
     if vnum == None:
-        return None, "bad virtual arch '%s' in '%s'; accepted forms: %s" % (virtual, spec, ACCEPTED_FORMS)
+        return None, "bad virtual arch '%s' in '%s'; accepted forms: %s" % (
+            virtual,
+            spec,
+            ACCEPTED_FORMS,
+        )
     if not codes:
         return None, "no codes after '%s:' in '%s'" % (virtual, spec)
     reals = []
@@ -91,14 +95,27 @@ def _group(virtual, codes, spec):
             continue
         if code.startswith("lto_"):
             if code != "lto_" + virtual[len("compute_"):]:
-                return None, "LTO code '%s' does not match virtual arch '%s' in '%s'" % (code, virtual, spec)
+                return None, "LTO code '%s' does not match virtual arch '%s' in '%s'" % (
+                    code,
+                    virtual,
+                    spec,
+                )
             lto = True
             continue
         rnum = _arch_number(code, "sm_")
         if rnum == None:
-            return None, "bad code '%s' for '%s' in '%s'; accepted forms: %s" % (code, virtual, spec, ACCEPTED_FORMS)
+            return None, "bad code '%s' for '%s' in '%s'; accepted forms: %s" % (
+                code,
+                virtual,
+                spec,
+                ACCEPTED_FORMS,
+            )
         if rnum < vnum:
-            return None, "real arch '%s' is older than virtual arch '%s' in '%s'" % (code, virtual, spec)
+            return None, "real arch '%s' is older than virtual arch '%s' in '%s'" % (
+                code,
+                virtual,
+                spec,
+            )
         reals.append(code)
     if lto and (reals or embed_ptx):
         return None, ("'%s' mixes LTO-IR with other codes in '%s': give LTO its own group " +
@@ -130,7 +147,12 @@ def parse_arch_spec(spec):
                 return None, ("'%s' in '%s' puts a 'compute_XX:codes' group beside other groups " +
                               "without ';': its commas list codes of one virtual arch, so it " +
                               "must stand alone between ';'s (did you mean '%s'?); " +
-                              "accepted forms: %s") % (part, spec, _split_groups_hint(part), ACCEPTED_FORMS)
+                              "accepted forms: %s") % (
+                    part,
+                    spec,
+                    _split_groups_hint(part),
+                    ACCEPTED_FORMS,
+                )
             g, err = _group(virtual, [c for c in codes.split(",") if c], spec)
             if err:
                 return None, err
@@ -146,7 +168,11 @@ def parse_arch_spec(spec):
             elif _arch_number(item, "lto_") != None:
                 g, err = _group("compute_" + item[4:], [item], spec)
             else:
-                g, err = None, "bad arch '%s' in '%s'; accepted forms: %s" % (item, spec, ACCEPTED_FORMS)
+                g, err = None, "bad arch '%s' in '%s'; accepted forms: %s" % (
+                    item,
+                    spec,
+                    ACCEPTED_FORMS,
+                )
             if err:
                 return None, err
             groups.append(g)
@@ -161,7 +187,8 @@ def parse_arch_spec(spec):
     virtuals = {}
     for g in groups:
         if g.virtual in virtuals:
-            return None, "virtual arch '%s' heads two groups in '%s'; list its codes in one group (e.g. '%s:%s')" % (
+            return None, ("virtual arch '%s' heads two groups in '%s'; list its codes in " +
+                          "one group (e.g. '%s:%s')") % (
                 g.virtual,
                 spec,
                 g.virtual,
@@ -348,7 +375,8 @@ def source_steps(groups, per_arch_list = False):
             own = [gencode(g)] if g.lto else ["-gencode=arch=%s,code=%s" % (v, v)]
             steps.append(_step(DEVICE_PREPROCESS, v, [], ["cpp1.ii:" + v], [], own))
         else:
-            steps.append(_step(DEVICE_PREPROCESS, v, [], ["cpp1.ii:" + v, "arch_list:" + v], [], all_flags))
+            outs = ["cpp1.ii:" + v, "arch_list:" + v]
+            steps.append(_step(DEVICE_PREPROCESS, v, [], outs, [], all_flags))
         if g.lto:
             # -dlto: cicc writes LTO-IR, which goes into the fatbin as it is.
             steps.append(_step(
@@ -393,7 +421,8 @@ def source_steps(groups, per_arch_list = False):
             ))
             images.append("ptxcheck:" + v)
     steps.append(_step(FATBINARY, "", images, ["fatbin.c"], [], all_flags))
-    steps.append(_step(HOST_COMPILE, "", ["cudafe1.cpp", "fatbin.c"] + stubs, ["obj"], [], all_flags))
+    host_inputs = ["cudafe1.cpp", "fatbin.c"] + stubs
+    steps.append(_step(HOST_COMPILE, "", host_inputs, ["obj"], [], all_flags))
     return steps
 
 # Steps that run in the action of the step before them: both see every arch and run
@@ -423,7 +452,11 @@ def source_actions(steps):
             actions.append(struct(
                 kinds = last.kinds + [step.kind],
                 arch = last.arch,
-                inputs = last.inputs + [r for r in step.inputs if r not in written and r not in last.inputs],
+                inputs = last.inputs + [
+                    r
+                    for r in step.inputs
+                    if r not in written and r not in last.inputs
+                ],
                 outputs = written,
                 names = last.names + [r for r in step.names if r not in last.names],
                 nvcc_flags = last.nvcc_flags,

@@ -29,7 +29,15 @@ def _path_of(value):
         return value
     return struct(format = "%s", value = value)
 
-def step_arguments(kinds, arch, nvcc, host_compiler, src = None, lists = [], files = [], nvcc_flags = []):
+def step_arguments(
+        kinds,
+        arch,
+        nvcc,
+        host_compiler,
+        src = None,
+        lists = [],
+        files = [],
+        nvcc_flags = []):
     """The step runner's arguments for one action.
 
     Args:

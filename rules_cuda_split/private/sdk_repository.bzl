@@ -104,7 +104,12 @@ def search_sdk(candidates, probes):
             continue
         kind = probes[candidate.path]
         if kind == "sdk":
-            return struct(path = candidate.path, source = candidate.source, looked = looked, bad = None)
+            return struct(
+                path = candidate.path,
+                source = candidate.source,
+                looked = looked,
+                bad = None,
+            )
         place = struct(
             source = candidate.source,
             path = candidate.path,
@@ -129,7 +134,8 @@ def bad_sdk_message(name, bad):
     if bad.source == "attribute path":
         what = "the attribute path = \"%s\"" % bad.path
         fix = [
-            "Fix the attribute: cuda_sdk_repository(name = \"%s\", path = ...), or with bzlmod" % name +
+            "Fix the attribute: cuda_sdk_repository(name = \"%s\", path = ...)," % name +
+            " or with bzlmod" +
             " cuda.sdk(name = \"%s\", path = ...) in MODULE.bazel, must name the directory" % name +
             " holding bin/nvcc.",
         ]
@@ -137,14 +143,19 @@ def bad_sdk_message(name, bad):
         var = bad.source[1:]
         what = "%s is set to \"%s\"" % (var, bad.path)
         fix = [
-            "Point %s at an SDK (the directory holding bin/nvcc and bin/nvcc.profile) or unset it:" % var,
-            "  - set by Bazel's --repo_env=%s=... (command line, .bazelrc or .bazelrc.user):" % var +
-            " change or remove that flag;",
+            "Point %s at an SDK (the directory holding bin/nvcc and bin/nvcc.profile)" % var +
+            " or unset it:",
+            "  - set by Bazel's --repo_env=%s=... (command line, .bazelrc or" % var +
+            " .bazelrc.user): change or remove that flag;",
             "  - else exported in the shell that started Bazel: `unset %s`, then" % var +
             " `bazel shutdown` (the server keeps the environment it started with).",
         ]
     return "\n".join([
-        "cuda_sdk_repository(name = \"%s\"): %s, which is not a CUDA SDK: %s." % (name, what, bad.reason),
+        "cuda_sdk_repository(name = \"%s\"): %s, which is not a CUDA SDK: %s." % (
+            name,
+            what,
+            bad.reason,
+        ),
         "When it is set, nothing else is tried (no other SDK is picked in its place).",
     ] + fix)
 
@@ -280,7 +291,8 @@ cc_library(
     for key, value in values.items():
         out = out.replace("%{" + key + "}", value)
     if "%{" in out:
-        fail("sdk.BUILD.tpl has a placeholder sdk_build_file does not fill: " + out[out.index("%{"):].split("}")[0] + "}")
+        placeholder = out[out.index("%{"):].split("}")[0] + "}"
+        fail("sdk.BUILD.tpl has a placeholder sdk_build_file does not fill: " + placeholder)
     return out
 
 def _probe(rctx, path):
@@ -441,7 +453,10 @@ def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}):
     layout_links = _normalize_layout(rctx, root, lib_root, libnvvm)
     major = version.split(".")[0]
     shared_libs = {}
-    wanted = {name: [f.format(major = major) for f in files] for name, files in _SHARED_LIBS.items()}
+    wanted = {
+        name: [f.format(major = major) for f in files]
+        for name, files in _SHARED_LIBS.items()
+    }
     wanted.update(extra_shared_libs)
     for name, files in wanted.items():
         if all([lib_root.get_child(f).exists for f in files]):

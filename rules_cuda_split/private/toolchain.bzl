@@ -27,7 +27,11 @@ def _cuda_toolchain_impl(ctx):
             "cudafe": _step_files(driver, ctx.files.cudafe, all_files),
             "fatbinary": depset(driver + [fatbinary]),
             "headers": _step_files(driver, ctx.files.headers, all_files),
-            "host_headers": _step_files(driver, ctx.files.host_headers or ctx.files.headers, all_files),
+            "host_headers": _step_files(
+                driver,
+                ctx.files.host_headers or ctx.files.headers,
+                all_files,
+            ),
             "ptxas": _step_files(driver, ctx.files.ptxas, all_files),
         },
         # The single files are in the sets even when the file groups forget them.

@@ -107,7 +107,12 @@ def host_platform(os_name, machine):
     """
     if not os_name.startswith("linux"):
         return ""
-    return {"x86_64": "linux-x86_64", "amd64": "linux-x86_64", "aarch64": "linux-sbsa", "arm64": "linux-sbsa"}.get(machine, "")
+    return {
+        "aarch64": "linux-sbsa",
+        "amd64": "linux-x86_64",
+        "arm64": "linux-sbsa",
+        "x86_64": "linux-x86_64",
+    }.get(machine, "")
 
 def repo_suffix(version):
     """`13.0` -> `13_0`: the per-version repository's name suffix."""
@@ -125,7 +130,9 @@ def wanted_components(table, version, components):
       (list of component names, error string or "").
     """
     if version not in table:
-        return [], "CUDA %s is not in the version table (it has %s). PyPI's CUDA 12 wheels hold no nvcc (nvidia-cuda-nvcc-cu12 has only ptxas and libnvvm): for 12.x use redistrib_json or a local SDK." % (
+        return [], ("CUDA %s is not in the version table (it has %s). PyPI's CUDA 12 wheels " +
+                    "hold no nvcc (nvidia-cuda-nvcc-cu12 has only ptxas and libnvvm): for " +
+                    "12.x use redistrib_json or a local SDK.") % (
             version,
             ", ".join(sorted(table.keys())),
         )
@@ -233,10 +240,11 @@ def redistrib_table(redistrib, version, base_url = REDISTRIB_BASE_URL):
                 "type": kind,
                 "strip_prefix": archive,
             }
+        needs_nvjitlink = name in ("cufft", "cusparse") and "libnvjitlink" in redistrib
         components[name] = {
             "package": key,
             "version": entry.get("version", ""),
-            "requires": ["nvjitlink"] if name in ("cufft", "cusparse") and "libnvjitlink" in redistrib else [],
+            "requires": ["nvjitlink"] if needs_nvjitlink else [],
             "platforms": platforms,
         }
     return {version: {"components": components}}
@@ -269,10 +277,14 @@ def _fail(rctx, msg):
 def _fallback(rctx, why):
     if not rctx.attr.local_fallback:
         _fail(rctx, why + "\nIt does not fall back to an SDK on this machine " +
-                    "($CUDA_PATH, nvcc on $PATH, /usr/local/cuda): set local_fallback = True for that.")
+                    "($CUDA_PATH, nvcc on $PATH, /usr/local/cuda): set local_fallback = True " +
+                    "for that.")
 
     # buildifier: disable=print
-    print("cuda_wheel_sdk_repository(name = \"%s\"): %s; falling back to a local SDK" % (rctx.name, why))
+    print("cuda_wheel_sdk_repository(name = \"%s\"): %s; falling back to a local SDK" % (
+        rctx.name,
+        why,
+    ))
     sdk_path, source = find_local_sdk(rctx, "", DEFAULT_SDK_PATHS)
     configure_sdk_repository(rctx, sdk_path, source)
 

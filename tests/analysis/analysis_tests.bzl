@@ -55,7 +55,12 @@ def _action_counts_impl(ctx):
     reports = analysistest.target_under_test(env)[OutputGroupInfo].cuda_arch_list.to_list()
     asserts.equals(
         env,
-        ["a.compute_80.arch_list.txt", "a.compute_90.arch_list.txt", "b.compute_80.arch_list.txt", "b.compute_90.arch_list.txt"],
+        [
+            "a.compute_80.arch_list.txt",
+            "a.compute_90.arch_list.txt",
+            "b.compute_80.arch_list.txt",
+            "b.compute_90.arch_list.txt",
+        ],
         sorted([f.basename for f in reports]),
         "output group cuda_arch_list: one report per source and virtual arch",
     )
@@ -82,7 +87,12 @@ def _own_arch_only_impl(ctx):
             # ptxas names its real arch and the virtual arch whose PTX it reads.
             reals = [t for t in tokens if t.startswith("sm_")]
             asserts.equals(env, [arch], reals, "real archs named by the ptxas action for " + arch)
-            asserts.equals(env, 1, len([t for t in tokens if t.startswith("compute_")]), str(tokens))
+            asserts.equals(
+                env,
+                1,
+                len([t for t in tokens if t.startswith("compute_")]),
+                str(tokens),
+            )
     asserts.equals(env, 10, seen, "cicc + ptxas actions")
     return analysistest.end(env)
 
@@ -98,7 +108,12 @@ def _per_arch_list_impl(ctx):
     for action in analysistest.target_actions(env):
         if action.mnemonic == "CudaDevicePreprocess":
             arch = _flag_after(action.argv, "--arch")
-            asserts.equals(env, [arch], _arch_tokens(" ".join(action.argv)), "per_arch: the device preprocess for %s names only it" % arch)
+            asserts.equals(
+                env,
+                [arch],
+                _arch_tokens(" ".join(action.argv)),
+                "per_arch: the device preprocess for %s names only it" % arch,
+            )
     for action in analysistest.target_actions(env):
         if action.mnemonic.startswith("Cuda"):
             for define in ["CUB_DISABLE_NAMESPACE_MAGIC", "THRUST_DISABLE_ABI_NAMESPACE"]:
@@ -111,7 +126,11 @@ def _per_arch_list_impl(ctx):
 
 per_arch_list_test = analysistest.make(
     _per_arch_list_impl,
-    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split", _ARCH_LIST: "per_arch"},
+    config_settings = {
+        _ARCHS: "compute_80:sm_80,sm_86;sm_90",
+        _ARCH_LIST: "per_arch",
+        _MODE: "split",
+    },
 )
 
 def _expect_failure_impl(ctx):
@@ -162,11 +181,25 @@ def _nvlink_per_arch_impl(ctx):
         if action.mnemonic != "CudaNvlink":
             continue
         arch = _flag_after(action.argv, "--arch")
-        asserts.equals(env, [arch], [t for t in _arch_tokens(" ".join(action.argv)) if t.startswith("sm_")], "nvlink for " + arch + " names only its arch")
+        asserts.equals(
+            env,
+            [arch],
+            [t for t in _arch_tokens(" ".join(action.argv)) if t.startswith("sm_")],
+            "nvlink for " + arch + " names only its arch",
+        )
         cubins = [f.basename for f in action.inputs.to_list() if f.basename.endswith(".cubin")]
-        asserts.equals(env, 2, len(cubins), "nvlink for %s reads one cubin per rdc source: %s" % (arch, cubins))
+        asserts.equals(
+            env,
+            2,
+            len(cubins),
+            "nvlink for %s reads one cubin per rdc source: %s" % (arch, cubins),
+        )
         for name in cubins:
-            asserts.true(env, name.endswith("." + arch + ".cubin"), "%s is an %s cubin" % (name, arch))
+            asserts.true(
+                env,
+                name.endswith("." + arch + ".cubin"),
+                "%s is an %s cubin" % (name, arch),
+            )
     return analysistest.end(env)
 
 nvlink_per_arch_test = analysistest.make(
@@ -190,11 +223,24 @@ def _flags_impl(ctx):
     asserts.true(env, len(actions) > 0, "no %s action" % ctx.attr.mnemonic)
     for action in actions:
         for flag in ctx.attr.present:
-            asserts.true(env, flag in action.argv, "%s passes %s: %s" % (action.mnemonic, flag, action.argv))
+            asserts.true(
+                env,
+                flag in action.argv,
+                "%s passes %s: %s" % (action.mnemonic, flag, action.argv),
+            )
         for flag in ctx.attr.absent:
-            asserts.false(env, flag in action.argv, "%s does not pass %s: %s" % (action.mnemonic, flag, action.argv))
+            asserts.false(
+                env,
+                flag in action.argv,
+                "%s does not pass %s: %s" % (action.mnemonic, flag, action.argv),
+            )
     for want in ctx.attr.outputs:
-        found = [f.short_path for a in actions for f in a.outputs.to_list() if f.short_path.endswith(want)]
+        found = [
+            f.short_path
+            for a in actions
+            for f in a.outputs.to_list()
+            if f.short_path.endswith(want)
+        ]
         asserts.equals(env, 1, len(found), "one %s output ending in %s" % (ctx.attr.mnemonic, want))
     return analysistest.end(env)
 
@@ -205,7 +251,11 @@ _FLAGS_ATTRS = {
     "outputs": attr.string_list(doc = "Path endings of outputs, each of exactly one of them."),
 }
 
-flags_test = analysistest.make(_flags_impl, attrs = _FLAGS_ATTRS, config_settings = {_MODE: "split"})
+flags_test = analysistest.make(
+    _flags_impl,
+    attrs = _FLAGS_ATTRS,
+    config_settings = {_MODE: "split"},
+)
 
 flags_dbg_test = analysistest.make(
     _flags_impl,
@@ -219,7 +269,11 @@ flags_opt_test = analysistest.make(
     config_settings = {_MODE: "split", "//command_line_option:compilation_mode": "opt"},
 )
 
-flags_mono_test = analysistest.make(_flags_impl, attrs = _FLAGS_ATTRS, config_settings = {_MODE: "mono"})
+flags_mono_test = analysistest.make(
+    _flags_impl,
+    attrs = _FLAGS_ATTRS,
+    config_settings = {_MODE: "mono"},
+)
 
 flags_build_copts_test = analysistest.make(
     _flags_impl,
@@ -240,7 +294,11 @@ build_copts_refused_test = analysistest.make(
 def _output_groups_impl(ctx):
     env = analysistest.begin(ctx)
     groups = analysistest.target_under_test(env)[OutputGroupInfo]
-    for name, want in [("cuda_ptx", ctx.attr.ptx), ("cuda_cubin", ctx.attr.cubin), ("cuda_fatbin", ctx.attr.fatbin)]:
+    for name, want in [
+        ("cuda_ptx", ctx.attr.ptx),
+        ("cuda_cubin", ctx.attr.cubin),
+        ("cuda_fatbin", ctx.attr.fatbin),
+    ]:
         got = sorted([f.basename for f in getattr(groups, name).to_list()])
         asserts.equals(env, sorted(want), got, "output group " + name)
     return analysistest.end(env)
@@ -268,7 +326,11 @@ output_groups_mono_test = analysistest.make(
 def _runtime_headers_impl(ctx):
     env = analysistest.begin(ctx)
     headers = analysistest.target_under_test(env)[CcInfo].compilation_context.headers.to_list()
-    asserts.true(env, "cuda_runtime.h" in [h.basename for h in headers], "cuda_runtime.h among the headers")
+    asserts.true(
+        env,
+        "cuda_runtime.h" in [h.basename for h in headers],
+        "cuda_runtime.h among the headers",
+    )
     return analysistest.end(env)
 
 runtime_headers_test = analysistest.make(_runtime_headers_impl)
