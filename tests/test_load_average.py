@@ -96,6 +96,15 @@ def test_default_limit_is_the_cores_without_a_jobserver():
     assert driver.load_limit(opts("--load-average", "6"), object()) == 6.0
 
 
+def test_default_jobs_are_the_cores_this_process_may_use(monkeypatch):
+    """Under taskset or a container's CPU set, -j follows the affinity mask, as the slot
+    pool does, not the machine's core count."""
+    monkeypatch.setattr(sysload.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert sysload.cores() == 3
+    assert opts().jobs == 3
+    assert opts("-j", "5").jobs == 5
+
+
 @pytest.mark.parametrize("bad", ["-1", "nan"])
 def test_bad_load_average_names_the_value(bad, capsys):
     with pytest.raises(SystemExit):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from cuda_split import cache as cachelib
 from cuda_split import slots as slotslib
+from cuda_split import sysload
 from cuda_split.driver.common import PROG
 
 # ---------------------------------------------------------------------------------------
@@ -232,7 +233,7 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         properties.append((name, value))
     return Options(
         nvcc=nvcc,
-        jobs=max(1, ns.jobs if ns.jobs is not None else os.cpu_count() or 1),
+        jobs=max(1, ns.jobs if ns.jobs is not None else sysload.cores()),
         jobs_given=ns.jobs is not None,
         load_average=ns.load_average,
         slot_pool=None if ns.no_slot_pool else ns.slot_pool,
