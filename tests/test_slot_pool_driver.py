@@ -27,6 +27,7 @@ def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:
             stdout=b"",
             stderr=b"",
             step=types.SimpleNamespace(kind=kind, arch=""),
+            outputs={},
         )
         for i, kind in enumerate(kinds)
     ]
@@ -55,6 +56,26 @@ class Recorder:
             return node
 
         return run
+
+
+def test_the_estimates_learn_the_sizes_of_the_files_steps_wrote(tmp_path, monkeypatch) -> None:
+    nodes = nodes_of(["ptxas", "ptxas", "fatbinary"], {2: {0, 1}})
+    for node, size in zip(nodes[:2], (3000, 5000), strict=True):
+        node.outputs = {f"cubin:sm_{node.index}": str(tmp_path / f"{node.index}.cubin")}
+        (tmp_path / f"{node.index}.cubin").write_bytes(b"\0" * size)
+    nodes[2].outputs = {"fatbin.c": str(tmp_path / "never-written")}
+    seen = {}
+    finished = slots.Estimates.finished
+
+    def spy(self, token, now, written=None):
+        seen[token] = written
+        assert self._planned == {"cubin": 2, "fatbin.c": 1}
+        finished(self, token, now, written)
+
+    monkeypatch.setattr(slots.Estimates, "finished", spy)
+    pool = slots.SlotPool(str(tmp_path / "pool"), 2)
+    assert driver.run_dag(nodes, Recorder().runner("a"), jobs=4, pool=pool) == []
+    assert seen == {0: {"cubin:sm_0": 3000}, 1: {"cubin:sm_1": 5000}, 2: {}}
 
 
 def test_processes_on_one_pool_never_run_more_steps_than_slots(tmp_path) -> None:

@@ -102,6 +102,39 @@ def test_estimates_learn_from_running_and_finished_steps() -> None:
     assert est.seconds("nvlink_unknown", 200.0) == 1.0
 
 
+def test_the_host_side_is_estimated_from_the_sizes_written() -> None:
+    est = slots.Estimates(
+        {"fatbinary": 0.2, "host_compile": 1.5, "ptxas": 2.0}, planned={"cubin": 5, "stub": 1}
+    )
+    assert est.seconds("fatbinary", 0.0) == 0.2  # nothing written yet: the default
+    est.started(1, "ptxas", 0.0)
+    est.finished(1, 1.0, {"cubin:sm_90": 4_000_000})
+    # one cubin of 4 MB written, five planned: 20 MB expected
+    assert est.seconds("fatbinary", 1.0) == pytest.approx(0.45 * 20)
+    assert est.seconds("host_compile", 1.0) == pytest.approx(0.25 * 20)
+    est.started(2, "cudafe", 1.0)
+    est.finished(2, 2.0, {"stub:": 3_000_000, "cudafe1.cpp": 9_000_000})
+    assert est.seconds("host_compile", 2.0) == pytest.approx(0.25 * 20 + 1.0 * 3)
+    est.started(3, "ptxas", 2.0)
+    est.finished(3, 3.0, {"cubin:sm_80": 2_000_000})  # the mean of those written: 3 MB
+    assert est.seconds("fatbinary", 3.0) == pytest.approx(0.45 * 15)
+
+
+def test_a_file_with_large_cubins_ranks_its_arch_chains_first() -> None:
+    # Two files' next cicc, alike in their device steps; one has written a 5 MB cubin.
+    kinds = {0: "cicc", 1: "ptxas", 2: "fatbinary", 3: "host_compile"}
+    users = {0: [1], 1: [2], 2: [3]}
+    small, large = (slots.Estimates(planned={"cubin": 5}) for _ in range(2))
+    for est, size in ((small, 100_000), (large, 5_000_000)):
+        est.started(1, "ptxas", 0.0)
+        est.finished(1, 2.0, {"cubin:sm_75": size})
+    chain = {}
+    for name, est in (("small", small), ("large", large)):
+        seconds = {k: est.seconds(k, 2.0) for k in kinds.values()}
+        chain[name] = slots.chains(kinds, users, seconds)[0]
+    assert chain["large"] - chain["small"] > 10.0
+
+
 def test_default_dir_is_per_user(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert slots.default_dir() == str(tmp_path / f"nvcc-split-slots-{os.getuid()}")

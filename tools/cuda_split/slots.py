@@ -23,6 +23,9 @@ Chains are measured in seconds of estimated work (see `Estimates`): nvcc's steps
 kind take about as long in every file, save where a file is heavy; a process learns that
 from its own running steps (a cicc that has run 40 s says the next cicc of that file will
 too), so a heavy file's arch chains win the free slots early instead of forming the tail.
+The host side of a file (fatbinary, then the host compile) runs last and once, so it
+cannot be learned in time: it is estimated from the sizes of the files the process has
+written (the cubins, the kernel stubs), as soon as the first of them exists.
 """
 
 from __future__ import annotations
@@ -51,6 +54,19 @@ DEFAULT_SECONDS: Mapping[str, float] = {
 }
 _UNKNOWN_KIND_SECONDS = 1.0
 
+# Seconds per MB of the files a process has written, by step kind and file role kind,
+# for the steps that run once a file, after its arch chains: fatbinary compresses the
+# cubins, the host compile parses the kernel stubs and the fatbinary's image (a C array
+# about a third of the cubins' size). Fitted on the 20 files of benchmarks/subset.txt (nvcc
+# 13.0, 5 archs, ggml's -compress-mode=size; the device machine: fatbinary 0.27-0.55 s a
+# cubin MB, mmvq.cu 10.7 s for 22 MB; its host compile 13.8 s); a role kind's bytes not
+# yet written are the mean of those written times the plan's count. Like DEFAULT_SECONDS,
+# they rank steps: a file with large cubins gets its arch chains run early.
+SECONDS_PER_MB: Mapping[str, Mapping[str, float]] = {
+    "fatbinary": {"cubin": 0.45},
+    "host_compile": {"stub": 1.0, "cubin": 0.25},
+}
+
 # How long a waiting process sleeps between looks at the pool (seconds).
 POLL_S = 0.05
 
@@ -64,24 +80,48 @@ def default_dir() -> str:
 
 class Estimates:
     """Seconds per step kind: the defaults, raised to the longest this process has seen a
-    step of that kind run (finished or still running)."""
+    step of that kind run (finished or still running), and for the kinds of
+    SECONDS_PER_MB to what the sizes of the files written so far predict.
 
-    def __init__(self, defaults: Mapping[str, float] = DEFAULT_SECONDS) -> None:
+    `planned`: role kind -> how many files of it the plan writes (`cubin`: one per real
+    arch), to extrapolate the bytes of those not written yet."""
+
+    def __init__(
+        self,
+        defaults: Mapping[str, float] = DEFAULT_SECONDS,
+        planned: Mapping[str, int] | None = None,
+        per_mb: Mapping[str, Mapping[str, float]] = SECONDS_PER_MB,
+    ) -> None:
         self._seen: dict[str, float] = dict(defaults)
         self._running: dict[int, tuple[str, float]] = {}
+        self._planned = dict(planned or {})
+        self._per_mb = per_mb
+        self._written: dict[str, list[int]] = {}  # role kind -> sizes
 
     def started(self, token: int, kind: str, now: float) -> None:
         self._running[token] = (kind, now)
 
-    def finished(self, token: int, now: float) -> None:
+    def finished(self, token: int, now: float, written: Mapping[str, int] | None = None) -> None:
+        """The step `token` ended; `written`: role (`cubin:sm_90`) -> bytes of its outputs."""
         kind, start = self._running.pop(token)
         self._note(kind, now - start)
+        for role, size in (written or {}).items():
+            self._written.setdefault(role.partition(":")[0], []).append(size)
 
     def seconds(self, kind: str, now: float) -> float:
         for running_kind, start in self._running.values():
             if running_kind == kind:
                 self._note(kind, now - start)
-        return self._seen.get(kind, _UNKNOWN_KIND_SECONDS)
+        return max(self._seen.get(kind, _UNKNOWN_KIND_SECONDS), self._by_size(kind))
+
+    def _by_size(self, kind: str) -> float:
+        total = 0.0
+        for role_kind, per_mb in self._per_mb.get(kind, {}).items():
+            sizes = self._written.get(role_kind)
+            if sizes:
+                count = max(len(sizes), self._planned.get(role_kind, 0))
+                total += per_mb * sum(sizes) / len(sizes) * count / 1e6
+        return total
 
     def _note(self, kind: str, seconds: float) -> None:
         if seconds > self._seen.get(kind, 0.0):

@@ -70,9 +70,10 @@ def run_dag(
     With a `pool` (slots.SlotPool, shared by the build's nvcc-split processes; it replaces
     `load_limit`), every node holds a pool slot while it runs; ready nodes ask for one
     longest remaining chain first (slots.chains, with durations this process learns from
-    its own steps), and a node refused announces its chain, so that other processes leave
-    the next free slot to it if it is the longest. `trace(node, start, end)` is called as
-    each node ends (wall-clock seconds since the epoch).
+    its own steps and the sizes of the files they wrote), and a node refused announces its
+    chain, so that other processes leave the next free slot to it if it is the longest.
+    `trace(node, start, end)` is called as each node ends (wall-clock seconds since the
+    epoch).
     """
     pending = {n.index: n for n in nodes}
     kinds = {n.index: n.step.kind for n in nodes} if pool is not None else {}
@@ -80,7 +81,12 @@ def run_dag(
     for n in nodes:
         for dep in n.deps:
             users.setdefault(dep, []).append(n.index)
-    estimates = slotslib.Estimates()
+    planned: dict[str, int] = {}  # role kind -> files the plan writes
+    for n in nodes if pool is not None else ():
+        for role in n.outputs:
+            kind = role.partition(":")[0]
+            planned[kind] = planned.get(kind, 0) + 1
+    estimates = slotslib.Estimates(planned=planned)
     done: set[int] = set()
     failed: list[Node] = []
     server = jobserver  # None once it breaks (steps still give their tokens back)
@@ -193,7 +199,7 @@ def run_dag(
                 for fut in finished:
                     node, implicit = running.pop(fut)
                     if pool is not None:
-                        estimates.finished(node.index, time.monotonic())
+                        estimates.finished(node.index, time.monotonic(), _sizes(node))
                     implicit_free = implicit_free or implicit
                     fut.result()
                     if node.rc == 0:
@@ -211,3 +217,12 @@ def run_dag(
             # (an interrupt in between).
             jobserver.release_all()
     return failed
+
+
+def _sizes(node: Node) -> dict[str, int]:
+    """Role -> bytes of the node's outputs that exist (none after a failure)."""
+    sizes = {}
+    for role, path in node.outputs.items():
+        with contextlib.suppress(OSError):
+            sizes[role] = os.stat(path).st_size
+    return sizes
