@@ -44,13 +44,20 @@ SUFFIXES = (
 _SETTINGS = ("_", "PATH=", "LIBRARIES=", "INCLUDES=", "LD_LIBRARY_PATH=", "TOP=", "CICC_")
 
 
-def measure(nvcc: str, ggml: pathlib.Path, src: str, flags: list[str], keep: pathlib.Path):
+def measure(
+    nvcc: str,
+    ggml: pathlib.Path,
+    src: str,
+    flags: list[str],
+    keep: pathlib.Path,
+    env: dict[str, str],
+):
     keep.mkdir(parents=True, exist_ok=True)
     cmd = [nvcc, "-c", src, "-o", str(keep / "x.o"), *flags, "--keep", "--keep-dir", str(keep)]
     start = time.monotonic()
-    subprocess.run(cmd, cwd=ggml, check=True, capture_output=True)
+    subprocess.run(cmd, cwd=ggml, check=True, capture_output=True, env=env)
     result: dict[str, object] = {"src": src, "total": time.monotonic() - start}
-    dry = subprocess.run([*cmd, "--dryrun"], cwd=ggml, capture_output=True, text=True)
+    dry = subprocess.run([*cmd, "--dryrun"], cwd=ggml, capture_output=True, text=True, env=env)
     for line in dry.stderr.splitlines():
         line = line.removeprefix("#$ ")
         if line.startswith(_SETTINGS):
@@ -62,7 +69,7 @@ def measure(nvcc: str, ggml: pathlib.Path, src: str, flags: list[str], keep: pat
         else:
             continue
         start = time.monotonic()
-        rc = subprocess.run(line, shell=True, cwd=ggml, capture_output=True).returncode
+        rc = subprocess.run(line, shell=True, cwd=ggml, capture_output=True, env=env).returncode
         result[f"{name}_s"] = time.monotonic() - start
         result[f"{name}_rc"] = rc
     sizes: dict[str, int] = {}
@@ -86,15 +93,17 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ggml = pathlib.Path(args.corpus_dir).resolve()
     flags = [*gencodes(args.archs.split(",")), *corpus.ggml_cuda_flags()]
-    # Tools nvcc names without a directory (fatbinary) are found next to it.
-    nvcc_dir = os.path.dirname(os.path.abspath(args.nvcc)) if os.sep in args.nvcc else ""
-    if nvcc_dir:
-        os.environ["PATH"] = nvcc_dir + os.pathsep + os.environ.get("PATH", "")
+    # Tools nvcc names without a directory (fatbinary) are found next to it; this
+    # process's own environment stays as it is.
+    env = dict(os.environ)
+    if os.sep in args.nvcc:
+        nvcc_dir = os.path.dirname(os.path.abspath(args.nvcc))
+        env["PATH"] = nvcc_dir + os.pathsep + env.get("PATH", "")
     work = pathlib.Path(args.work)
     sources = read_list(pathlib.Path(args.subset))
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [
-            pool.submit(measure, args.nvcc, ggml, s, flags, work / s.replace("/", "_"))
+            pool.submit(measure, args.nvcc, ggml, s, flags, work / s.replace("/", "_"), env)
             for s in sources
         ]
         lines = [json.dumps(f.result()) for f in futures]

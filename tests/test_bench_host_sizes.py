@@ -4,6 +4,7 @@ with stand-ins for nvcc, fatbinary and the host compiler."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from conftest import REPO
@@ -40,7 +41,9 @@ def test_each_source_gets_its_host_steps_timed_and_its_files_sized(tmp_path) -> 
     out = tmp_path / "out.jsonl"
     argv = ["--corpus-dir", str(tmp_path / "ggml"), "--nvcc", str(tools / "nvcc")]
     argv += ["--subset", str(subset), "--work", str(tmp_path / "keep"), "--out", str(out)]
+    path = os.environ["PATH"]
     assert host_sizes.main(argv) == 0
+    assert os.environ["PATH"] == path  # the fake tools stay out of this process's PATH
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["src"] for r in rows] == ["src/a.cu", "src/b.cu"]
     for row in rows:
