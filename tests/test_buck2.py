@@ -297,8 +297,7 @@ def test_buck2_actions_equal_bazel_aquery(
     # Every kind of step and every arch of the spec is there (the comparison is not vacuous).
     mnemonics = {m for _, m, _ in bazel_found}
     assert {
-        "CudaFrontend",
-        "CudaDevicePreprocess",
+        "CudaPreprocess",
         "CudaCicc",
         "CudaPtxas",
         "CudaHostCompile",

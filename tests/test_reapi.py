@@ -291,7 +291,8 @@ def test_per_arch_actions_shared_across_builds(
         ]
 
     cicc, ptxas = rows_of("CudaCicc", "compute_90", False), rows_of("CudaPtxas", "sm_90", False)
-    pre = rows_of("CudaDevicePreprocess", "compute_90", False)
+    # The device preprocess runs in the source's preprocess action (with the host's).
+    pre = rows_of("CudaPreprocess", "", False)
     # saxpy, 3 vector_ops sources, dynamic_parallelism, thrust's main.cu.
     assert len(cicc) == len(ptxas) == len(pre) == 6, table
     assert all(r["hit"] for r in cicc + ptxas), table
@@ -452,7 +453,7 @@ def test_remote_execution_matches_local_build(remote_build: Build, build_a: Buil
     cuda = [s for s in _spawns(remote.log) if str(s.get("mnemonic", "")).startswith("Cuda")]
     mnemonics = {str(s["mnemonic"]) for s in cuda}
     assert {
-        "CudaDevicePreprocess",
+        "CudaPreprocess",
         "CudaCicc",
         "CudaPtxas",
         "CudaNvlink",

@@ -168,26 +168,53 @@ def test_per_arch_steps_name_only_their_own_arch(per_arch_list: bool) -> None:
 
 
 def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> None:
-    """plan.bzl's source_actions: cudafe++ runs in the host preprocess's action, the host
-    compile in fatbinary's; each action reads only what no step of it writes."""
+    """plan.bzl's source_actions: cudafe++ and the device preprocess of every arch (it
+    sees every arch) run in the host preprocess's action, the host compile in
+    fatbinary's; cicc and ptxas alone; each action reads only what no step of it writes.
+    With device_arch_list=per_arch the device preprocess sees its own arch only and
+    keeps an action of its own."""
     body = PRELUDE.replace('"unsupported_archs")', '"unsupported_archs", "source_actions")') + (
         "groups, _ = parse_arch_spec('sm_80,sm_90')\n"
-        "print(json.encode([{'kinds': a.kinds, 'arch': a.arch, 'inputs': a.inputs,\n"
-        "                    'outputs': a.outputs}\n"
-        "                   for a in source_actions(source_steps(groups))]))\n"
+        "print(json.encode([[{'kinds': a.kinds, 'key': a.key, 'arch': a.arch,\n"
+        "                     'inputs': a.inputs, 'outputs': a.outputs}\n"
+        "                    for a in source_actions(source_steps(groups, per_arch))]\n"
+        "                   for per_arch in [False, True]]))\n"
     )
-    got = eval_json(tmp_path, body)
+    got, per_arch = eval_json(tmp_path, body)
     assert [(a["kinds"], a["arch"]) for a in got] == [
-        (["host_preprocess", "cudafe"], ""),
-        (["device_preprocess"], "compute_80"),
+        (
+            [
+                "host_preprocess",
+                "cudafe",
+                "device_preprocess:compute_80",
+                "device_preprocess:compute_90",
+            ],
+            "",
+        ),
         (["cicc"], "compute_80"),
         (["ptxas"], "sm_80"),
-        (["device_preprocess"], "compute_90"),
         (["cicc"], "compute_90"),
         (["ptxas"], "sm_90"),
         (["fatbinary", "host_compile"], ""),
     ]
-    assert got[0]["inputs"] == [] and got[0]["outputs"] == ["cpp4.ii", "cudafe1.cpp", "module_id"]
+    assert [a["key"] for a in got] == [
+        "host_preprocess+cudafe+device_preprocess",
+        "cicc",
+        "ptxas",
+        "cicc",
+        "ptxas",
+        "fatbinary+host_compile",
+    ]
+    assert got[0]["inputs"] == []
+    assert got[0]["outputs"] == [
+        "cpp4.ii",
+        "cudafe1.cpp",
+        "module_id",
+        "cpp1.ii:compute_80",
+        "arch_list:compute_80",
+        "cpp1.ii:compute_90",
+        "arch_list:compute_90",
+    ]
     assert got[-1]["inputs"] == [
         "cubin:sm_80",
         "cubin:sm_90",
@@ -196,6 +223,11 @@ def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> 
         "stub:compute_90",
     ]
     assert got[-1]["outputs"] == ["fatbin.c", "obj"]
+    assert [(a["key"], a["arch"]) for a in per_arch][:3] == [
+        ("host_preprocess+cudafe", ""),
+        ("device_preprocess", "compute_80"),
+        ("cicc", "compute_80"),
+    ]
 
 
 def test_file_names(tmp_path: pathlib.Path) -> None:

@@ -127,7 +127,7 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
         paths[role] = "%s/%s" % (out_dir, file_name(stem, role))
         files[role] = ctx.actions.declare_output(paths[role])
     for action in source_actions(steps):
-        key = "+".join(action.kinds)
+        key = action.key
         items = step_arguments(
             action.kinds,
             action.arch,
@@ -150,7 +150,7 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
             outputs = [files[r] for r in action.outputs],
             params = paths[action.outputs[0]] + "-0.params",
             progress = ACTIONS[key].progress % (rel, action.arch),
-            identifier = "%s %s %s" % (rel, "+".join(action.kinds), action.arch),
+            identifier = "%s %s %s" % (rel, action.key, action.arch),
         )
     return struct(obj = files["obj"], files = files)
 

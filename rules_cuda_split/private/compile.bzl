@@ -97,7 +97,7 @@ def cuda_compile_split(
     for role in step_roles(steps):
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
     for action in source_actions(steps):
-        kind = ACTIONS["+".join(action.kinds)]
+        kind = ACTIONS[action.key]
         args = _base_args(
             ctx,
             action.kinds,

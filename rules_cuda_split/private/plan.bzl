@@ -265,6 +265,16 @@ def file_name(stem, role):
 # device link's and mono's arguments are given beside each. Python's table of mnemonics
 # is tools/cuda_split/plan.py: MNEMONICS.
 ACTIONS = {
+    # The host preprocess, cudafe++ and the device preprocess of every arch: the steps
+    # that read the source and its headers and see every arch of the build.
+    HOST_PREPROCESS + "+" + CUDAFE + "+" + DEVICE_PREPROCESS: struct(
+        mnemonic = "CudaPreprocess",
+        progress = "Preprocessing %s%s for the host and the device (gcc -E, cudafe++)",
+        sdk_files = ["headers", "cudafe"],
+        reads_source = True,
+    ),
+    # With device_arch_list=per_arch, the device preprocess sees its own arch only and
+    # runs in an action of its own.
     HOST_PREPROCESS + "+" + CUDAFE: struct(
         mnemonic = "CudaFrontend",
         progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
@@ -432,38 +442,66 @@ _JOINS_PREVIOUS = {
     HOST_COMPILE: FATBINARY,
 }
 
+def _action_key(kinds):
+    """The ACTIONS key of an action's kinds: the kinds in order, once each, without the
+    arch of a `kind:arch` entry."""
+    key = []
+    for k in kinds:
+        name = k.split(":")[0]
+        if name not in key:
+            key.append(name)
+    return "+".join(key)
+
+def _joined(action, step, kind):
+    """`action` with `step` run after its steps (as `kind`: `device_preprocess:<arch>`
+    where the step's arch is not the action's)."""
+    written = action.outputs + step.outputs
+    kinds = action.kinds + [kind]
+    return struct(
+        kinds = kinds,
+        key = _action_key(kinds),
+        arch = action.arch,
+        inputs = action.inputs + [
+            r
+            for r in step.inputs
+            if r not in written and r not in action.inputs
+        ],
+        outputs = written,
+        names = action.names + [r for r in step.names if r not in action.names],
+        nvcc_flags = action.nvcc_flags,
+    )
+
 def source_actions(steps):
     """The steps of a source grouped into actions: cudafe++ with the host preprocess,
-    the host compile with fatbinary, every other step alone.
+    and with them the device preprocess of every arch where it sees every arch of the
+    build (its command names them all, as nvcc's does, so a per-arch action would not
+    make its key any less dependent on the other archs: nvcc makes its output depend on
+    them through `__CUDA_ARCH_LIST__`); the host compile with fatbinary; every other
+    step alone (cicc and ptxas: one action per arch, keyed by their own arch only).
 
     Args:
       steps: the result of source_steps.
 
     Returns:
-      A list of struct(kinds, arch, inputs, outputs, names, nvcc_flags): the steps'
-      kinds in order, and the roles the action reads (those no step of it writes),
-      writes and names.
+      A list of struct(kinds, key, arch, inputs, outputs, names, nvcc_flags): the
+      steps' kinds in order (`kind:arch` for a step whose arch is not the action's),
+      the action's ACTIONS key, and the roles the action reads (those no step of it
+      writes), writes and names.
     """
     actions = []
     for step in steps:
-        if actions and _JOINS_PREVIOUS.get(step.kind) == actions[-1].kinds[-1]:
-            last = actions.pop()
-            written = last.outputs + step.outputs
-            actions.append(struct(
-                kinds = last.kinds + [step.kind],
-                arch = last.arch,
-                inputs = last.inputs + [
-                    r
-                    for r in step.inputs
-                    if r not in written and r not in last.inputs
-                ],
-                outputs = written,
-                names = last.names + [r for r in step.names if r not in last.names],
-                nvcc_flags = last.nvcc_flags,
-            ))
+        first = actions[0] if actions else None
+        if (
+            step.kind == DEVICE_PREPROCESS and first and
+            first.kinds[0] == HOST_PREPROCESS and step.nvcc_flags == first.nvcc_flags
+        ):
+            actions[0] = _joined(first, step, step.kind + ":" + step.arch)
+        elif actions and _JOINS_PREVIOUS.get(step.kind) == actions[-1].kinds[-1]:
+            actions.append(_joined(actions.pop(), step, step.kind))
         else:
             actions.append(struct(
                 kinds = [step.kind],
+                key = step.kind,
                 arch = step.arch,
                 inputs = list(step.inputs),
                 outputs = list(step.outputs),

@@ -40,9 +40,9 @@ def _action_counts_impl(ctx):
     env = analysistest.begin(ctx)
     counts = _actions_by_mnemonic(env)
     want = {
-        # Host preprocess and cudafe++: one action a source.
-        "CudaFrontend": 2,
-        "CudaDevicePreprocess": 4,
+        # Host preprocess, cudafe++ and the device preprocess of both virtual archs: one
+        # action a source.
+        "CudaPreprocess": 2,
         "CudaCicc": 4,
         "CudaPtxas": 6,
         # fatbinary and the host compile: one action a source.

@@ -60,6 +60,7 @@ MONO = "mono"
 
 # Each action's mnemonic -> the kinds it runs (plan.bzl's ACTIONS).
 MNEMONICS = {
+    "CudaPreprocess": (HOST_PREPROCESS, CUDAFE, DEVICE_PREPROCESS),
     "CudaFrontend": (HOST_PREPROCESS, CUDAFE),
     "CudaDevicePreprocess": (DEVICE_PREPROCESS,),
     "CudaCicc": (CICC,),

@@ -39,6 +39,7 @@ from cuda_split.command import StepCommand  # noqa: E402
 LINK_KINDS = planlib.LINK_KINDS
 REGISTER = planlib.REGISTER
 MONO = planlib.MONO
+KINDS = (*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER)
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.
@@ -72,9 +73,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--kind",
         action="append",
         required=True,
-        choices=[*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER],
+        metavar="KIND[:ARCH]",
         help="the step to run; several (steps of nvcc's compile plan only) run in order "
-        "in this one process, with one dryrun",
+        "in this one process, with one dryrun; `KIND:ARCH` runs it for ARCH rather than "
+        f"--arch (kinds: {', '.join(KINDS)})",
     )
     p.add_argument(
         "--link-input",
@@ -140,7 +142,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     p.add_argument("--verbose", action="store_true", help="print the command run")
     args = p.parse_args(list(argv))
-    args.kinds, args.kind = args.kind, args.kind[0]
+    args.steps = []  # (kind, arch) in order
+    for value in args.kind:
+        kind, _, arch = value.partition(":")
+        if kind not in KINDS:
+            p.error(f"argument --kind: invalid kind '{kind}' (choose from {', '.join(KINDS)})")
+        args.steps.append((kind, arch or args.arch))
+    args.kinds = [kind for kind, _ in args.steps]
+    args.kind = args.kinds[0]
     if len(args.kinds) > 1 and not set(args.kinds) <= set(planlib.STEP_KINDS):
         p.error(f"only steps of nvcc's compile plan run together, got {args.kinds}")
     return args
@@ -375,7 +384,9 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
     return rc
 
 
-def write_arch_list_report(args: argparse.Namespace, step: planlib.Step, out: str, report: str):
+def write_arch_list_report(
+    args: argparse.Namespace, arch: str, step: planlib.Step, out: str, report: str
+):
     """Which files the device-preprocessed source `out` names `__CUDA_ARCH_LIST__` in
     (nvcc defines it with the build's archs): where none does, the cicc and ptxas steps
     after it see the same input whatever the other archs of the build."""
@@ -386,7 +397,7 @@ def write_arch_list_report(args: argparse.Namespace, step: planlib.Step, out: st
         else f"independent of {archlist.MACRO}"
     )
     with open(report, "w", encoding="utf-8") as f:
-        f.write(f"{args.src} {args.arch}: {verdict}\n")
+        f.write(f"{args.src} {arch}: {verdict}\n")
 
 
 def _has_step(plan: planlib.Plan, kind: str, arch: str) -> bool:
@@ -394,21 +405,21 @@ def _has_step(plan: planlib.Plan, kind: str, arch: str) -> bool:
 
 
 def run_compile_step(
-    plan: planlib.Plan, kind: str, args: argparse.Namespace, files: dict[str, str]
+    plan: planlib.Plan, kind: str, arch: str, args: argparse.Namespace, files: dict[str, str]
 ) -> int:
-    """One step of nvcc's compile plan (`--kind`, `--arch`)."""
-    check = files.get(CHECK_ROLE_PREFIX + args.arch)
-    if kind == planlib.PTXAS and check and not _has_step(plan, kind, args.arch):
+    """One step of nvcc's compile plan (`--kind KIND[:ARCH]`, `--arch`)."""
+    check = files.get(CHECK_ROLE_PREFIX + arch)
+    if kind == planlib.PTXAS and check and not _has_step(plan, kind, arch):
         # nvcc checks PTX-only code with ptxas for some virtual archs (compute_90 with
         # CUDA 13.0) and not for others (compute_80): its plan decides.
         with open(check, "w", encoding="utf-8") as f:
-            f.write(f"nvcc's plan runs no ptxas check of the {args.arch} PTX\n")
+            f.write(f"nvcc's plan runs no ptxas check of the {arch} PTX\n")
         return 0
-    step = plan.find(kind, args.arch)
+    step = plan.find(kind, arch)
     rc = execute(plan, step, files, args, hide_sources=kind == planlib.PTXAS)
-    report = files.get(f"arch_list:{args.arch}")
+    report = files.get(f"arch_list:{arch}")
     if rc == 0 and kind == planlib.DEVICE_PREPROCESS and report:
-        write_arch_list_report(args, step, files[f"cpp1.ii:{args.arch}"], report)
+        write_arch_list_report(args, arch, step, files[f"cpp1.ii:{arch}"], report)
     return rc
 
 
@@ -425,8 +436,8 @@ def run(args: argparse.Namespace) -> int:
         planlib.dryrun_argv(args.nvcc, args.src, args.nvcc_flag, args.host_compiler)
     )
     if args.kind != MONO:
-        for kind in args.kinds:
-            rc = run_compile_step(plan, kind, args, files)
+        for kind, arch in args.steps:
+            rc = run_compile_step(plan, kind, arch, args, files)
             if rc:
                 return rc
         return 0
