@@ -207,6 +207,24 @@ def test_other_differences_and_unmatched_actions() -> None:
     assert "same action key" in by["CudaFatbinary"].reasons[0]
 
 
+def test_a_step_of_several_archs_shows_none(tmp_path: pathlib.Path) -> None:
+    """The preprocess action runs the device preprocess of each arch (`--kind
+    device_preprocess:compute_90`): no arch of its own, even where its outputs name one."""
+    params = "bazel-out/k8-opt/bin/x.cpp4.ii-0.params"
+    argv = ["--kind", "host_preprocess", "--kind", "cudafe", "--kind"]
+    root = _execroot(tmp_path, {params: "\n".join([*argv, "device_preprocess:compute_90"])})
+    spawn = _spawn(
+        "CudaPreprocess",
+        [f"{BIN}/x.cpp4.ii", f"{BIN}/x.compute_90.cpp1.ii"],
+        params,
+        {},
+        progress="Preprocessing pkg/x.cu for the host and the device (gcc -E, cudafe++)",
+    )
+    assert explain.Spawn(spawn, str(root)).arch == ""
+    # Without the params, the outputs' one arch is what there is to go by.
+    assert explain.Spawn(spawn).arch == "compute_90"
+
+
 def test_arch_list_report_per_target(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -495,7 +495,8 @@ def _cuda_actions(w: Workspace, version: str) -> list[dict]:
 def test_nothing_is_shared_between_versions(ws: Workspace) -> None:
     actions = {v: _cuda_actions(ws, v) for v in VERSIONS}
     keys = {v: {a["key"] for a in actions[v]} for v in VERSIONS}
-    assert len(keys["13.0"]) == len(actions["13.0"]) >= 5
+    # preprocess, cicc, ptxas, host compile: the actions of one source and arch
+    assert len(keys["13.0"]) == len(actions["13.0"]) >= 4
     assert not keys["13.0"] & keys["13.5"]
     for version in VERSIONS:
         own = "external/cuda_" + version.replace(".", "_") + "/"

@@ -92,10 +92,13 @@ class Spawn:
     @property
     def arch(self) -> str:
         """The step's arch: `--arch` in its params, else the arch its progress message or
-        its outputs' names carry (`x.sm_90.cubin`); "" for a step of every arch."""
+        its outputs' names carry (`x.sm_90.cubin`); "" for a step of every arch (also
+        one that runs steps of several archs: `--kind device_preprocess:compute_90`)."""
         params = self.params() or []
         if "--arch" in params[:-1]:
             return params[params.index("--arch") + 1]
+        if any(k == "--kind" and ":" in v for k, v in zip(params, params[1:], strict=False)):
+            return ""
         progress = str(self.raw.get("progressMessage", ""))
         m = _PROGRESS_ARCH.search(progress) or _ANY_ARCH.search(progress)
         if m:
