@@ -10,6 +10,7 @@ it byte for byte. Against plain nvcc, the device code (cuobjdump -elf / -ptx) is
 from __future__ import annotations
 
 import csv
+import json
 import os
 import pathlib
 import shlex
@@ -616,6 +617,39 @@ def test_corrupted_entry_is_rebuilt(sdk, tmp_path):
     run_driver(sdk, args, cache, "--table", str(tmp_path / "t2.csv"))
     rows = read_table(tmp_path / "t2.csv")
     assert {r["cache"] for r in rows if r["kind"] in ALL_CACHED} == {"hit"}
+
+
+def test_preprocessed_texts_are_kept_as_digests(sdk, tmp_path):
+    """A preprocess's entry keeps its text's digest and included files, not the text (its
+    readers are keyed by the digest); a reader whose entry is gone has the preprocess run
+    again: the same object and dependency file, the other steps still hits."""
+    src, flags = CASES["reduce-two-gencodes"]
+    cache = tmp_path / "cache"
+    args = [*HOST, "-I.", *flags, "-c", src, "-o", str(tmp_path / "x.o")]
+    args += ["-MD", "-MF", str(tmp_path / "x.d")]
+    run_driver(sdk, args, cache)
+    first, dep = (tmp_path / "x.o").read_bytes(), (tmp_path / "x.d").read_text()
+    entries = {p: cachelib.decode_entry(p.name, p.read_bytes()) for p in _all_entries(cache)}
+    texts = [e for e in entries.values() if e.meta.get("kind") in driver.PREPROCESS_KINDS]
+    assert len(texts) == 3  # the host's, compute_80's, compute_90's
+    for entry in texts:
+        assert set(entry.files) == {"@texts", "@stdout", "@stderr"}
+        ((role, listing),) = json.loads(entry.files["@texts"]).items()
+        assert role.startswith(("cpp1.ii:", "cpp4.ii")) and len(listing["sha256"]) == 64
+        names = [name for name, _system in listing["files"]]
+        assert names[0].endswith("reduce.cu") and any(n.endswith("cuda_runtime.h") for n in names)
+    for path, entry in entries.items():
+        if entry.meta.get("kind") in (planlib.CICC, planlib.CUDAFE):
+            path.unlink()
+    proc = run_driver(sdk, args, cache, "--explain", "--table", str(tmp_path / "t.csv"))
+    assert (tmp_path / "x.o").read_bytes() == first
+    assert (tmp_path / "x.d").read_text() == dep
+    rows = {(r["kind"], r["arch"]): r["cache"] for r in read_table(tmp_path / "t.csv")}
+    for arch, sm in (("compute_80", "sm_80"), ("compute_90", "sm_90")):
+        assert rows[(planlib.DEVICE_PREPROCESS, arch)] == "hit"
+        assert rows[(planlib.CICC, arch)] == "miss" and rows[(planlib.PTXAS, sm)] == "hit"
+    assert rows[(planlib.HOST_PREPROCESS, "")] == "hit" and rows[(planlib.CUDAFE, "")] == "miss"
+    assert "explain reduce.cu cicc[compute_90]: miss" in proc.stderr
 
 
 def test_header_change_misses_only_where_it_matters(sdk, tmp_path):

@@ -44,7 +44,7 @@ def test_a_cache_directory_that_cannot_be_made_is_one_warning(tmp_path) -> None:
     assert cache.store("ab" * 32, {"obj": b"x"}, {}) == 0
 
 
-def _driver_code(out: str, cache: str) -> str:
+def _driver_code(nvcc: str, out: str, cache: str) -> str:
     """nvcc-split in a process whose every cache write fails with ENOSPC."""
     return (
         "import errno, sys\n"
@@ -52,16 +52,16 @@ def _driver_code(out: str, cache: str) -> str:
         "def full(path, data):\n"
         "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
         "cache._atomic_write = full\n"
-        f"sys.exit(driver.main(['--nvcc', {str(REPO / '.sdk/nvidia/cu13/bin/nvcc')!r}, "
+        f"sys.exit(driver.main(['--nvcc', {nvcc!r}, "
         f"'--cache-dir', {cache!r}, '--', *{ARGS!r}, '-o', {out!r}]))\n"
     )
 
 
 def test_a_full_disk_compiles_uncached_with_one_warning(sdk, tmp_path) -> None:
-    out = tmp_path / "x.o"
+    out, cache = tmp_path / "x.o", tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     proc = subprocess.run(
-        [sys.executable, "-c", _driver_code(str(out), str(tmp_path / "cache"))],
+        [sys.executable, "-c", _driver_code(str(sdk / "bin" / "nvcc"), str(out), str(cache))],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -151,3 +151,35 @@ def test_stats_show_entries_size_and_hit_rate(sdk, tmp_path) -> None:
     )
     assert missing.returncode == 1
     assert missing.stderr == f"nvcc-split: no cache at {tmp_path / 'none'} (--cache-dir)\n"
+
+
+def test_header_notes_are_kept_per_file_status(tmp_path, monkeypatch) -> None:
+    """The cache's notes of headers (ccache's inode cache): found while the file keeps
+    its status, gone once it changes; a file changed a moment ago is not noted; a
+    damaged note is not trusted."""
+    from cuda_split.driver.preprocess import header_digest
+
+    header = tmp_path / "h.h"
+    header.write_text("#define V 1 /* __CUDA_ARCH_LIST__ */\n")
+    cache = cachelib.Cache(str(tmp_path / "cache"))
+    digest = header_digest(str(header), cache, {})
+    assert digest is not None and digest[1] is False
+    assert cache.file_note(str(header), os.stat(header)) is None  # changed a moment ago
+
+    # As if written long ago (a test cannot set the ctime back).
+    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
+    assert header_digest(str(header), cache, {}) == digest
+    noted = cache.file_note(str(header), os.stat(header))
+    assert noted == (digest[0], "0", "1")  # names the arch list macro, no time macro
+    assert header_digest(str(header), cache, {}) == digest  # from the note
+
+    header.write_text("#define V 2 /* __DATE__ */\n")
+    assert cache.file_note(str(header), os.stat(header)) is None  # another status
+    fresh = header_digest(str(header), cache, {})
+    assert fresh is not None and fresh[1] is True and fresh[0] != digest[0]
+    assert cache.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")
+
+    (note_file,) = [p for p in (tmp_path / "cache" / "files").rglob("*") if p.is_file()]
+    note_file.write_text(note_file.read_text().replace(fresh[0], "zz" * 32))
+    assert header_digest(str(header), cache, {}) == fresh  # read again, not trusted
+    assert cache.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")

@@ -81,20 +81,24 @@ def any_arch_list(argv: Sequence[str]) -> list[str]:
 
 
 def users(
-    ii_path: str, argv: Sequence[str], files: Sequence[tuple[str, bool]] | None = None
+    ii_path: str,
+    argv: Sequence[str],
+    files: Sequence[tuple[str, bool]] | None = None,
+    data: bytes | None = None,
 ) -> list[str]:
     """What makes the preprocessed `ii_path` (written by `argv`) depend on the arch list:
     `<command line>` if an argument other than nvcc's own definition names it or the
     macro is defined twice, `<output>` if `ii_path` itself names it, the included files
     that name it, and `<unreadable> FILE` for an included file that cannot be read (it
     might). Empty: the output is the same for every arch list. `files`: its
-    included_files, where the caller has them already."""
+    included_files, and `data` its bytes, where the caller has them already."""
     found = []
     if any(MACRO in a for a in without_arch_list(argv)) or len(arch_lists(argv)) > 1:
         found.append("<command line>")
     needle = MACRO.encode()
-    with open(ii_path, "rb") as f:
-        data = f.read()
+    if data is None:
+        with open(ii_path, "rb") as f:
+            data = f.read()
     if needle in data:
         found.append("<output>")
     for name, _system in line_marker_files(data) if files is None else files:
@@ -109,6 +113,12 @@ def users(
 # (path, mtime_ns, size) -> whether the file names the macro: a compilation reads the
 # same headers for each arch.
 _NAMES_MACRO: dict[tuple[str, int, int], bool] = {}
+
+
+def note_names_macro(ident: tuple[str, int, int], names: bool) -> None:
+    """Note whether the file (path, mtime_ns, size) names the macro, where the caller
+    read it already."""
+    _NAMES_MACRO[ident] = names
 
 
 def _names_macro(name: str) -> bool:

@@ -14,7 +14,9 @@ corrupted entry is a miss (the caller rebuilds the step and overwrites it). A hi
 touches the entry's mtime; when the cache grows past its bound, the least recently used
 entries go first (under an flock, so that concurrent processes evict once).
 
-Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `last/`
+Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `files/`
+notes of headers (digest, the macros they name) per (path, device, inode, size, mtime,
+ctime), like ccache's inode cache, so that a compile does not read every header; `last/`
 keeps, per (source, step kind, arch), the parts of the last key, for `--explain`; `size`
 is the running total of entry bytes.
 """
@@ -30,8 +32,9 @@ import os
 import shlex
 import tempfile
 import threading
+import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 # An entry: MAGIC, the sha256 of the rest, a newline, then the rest: zlib (level 1) of
 # the header's length, the header and the files. Preprocessed texts are most of a cache's
@@ -39,6 +42,8 @@ from collections.abc import Callable, Iterator, Mapping
 # still read.
 MAGIC = b"CUDASPLIT2\n"
 MAGIC_V1 = b"CUDASPLIT1\n"
+# Files changed more recently than this many seconds are not noted (Cache.remember_file).
+FILE_NOTE_MIN_AGE = 2.0
 # Part of every key: bump it when the entry layout or key recipe changes.
 KEY_VERSION = "cuda-split-cache-2"
 DEFAULT_MAX_SIZE = 5 * 1000**3
@@ -91,6 +96,10 @@ def key_of(parts: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _stat_ident(st: os.stat_result) -> str:
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
 class CorruptEntry(Exception):
     """An entry whose bytes do not match its digest or layout."""
 
@@ -122,6 +131,22 @@ def _atomic_write(path: str, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _replace_quickly(path: str, data: bytes) -> None:
+    """Write `path` through a rename, without fsync: for notes whose loss or damage after
+    a crash costs a recomputation only (their readers check their form)."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -198,12 +223,13 @@ class Cache:
                 "compiling without storing"
             )
 
-    def _write(self, path: str, data: bytes) -> bool:
-        """_atomic_write, unless the cache cannot be written (then False, said once)."""
+    def _write(self, path: str, data: bytes, durable: bool = True) -> bool:
+        """_atomic_write (not `durable`: _replace_quickly), unless the cache cannot be
+        written (then False, said once)."""
         if self.unwritable:
             return False
         try:
-            _atomic_write(path, data)
+            (_atomic_write if durable else _replace_quickly)(path, data)
         except OSError as e:
             self._cannot_write(e)
             return False
@@ -373,6 +399,32 @@ class Cache:
         self._write(note, json.dumps(record).encode())
         self._tool_digests[ident] = digest
         return digest
+
+    def file_note(self, path: str, st: os.stat_result) -> tuple[str, ...] | None:
+        """What `remember_file` noted of the file at `path` while it had the status
+        `st` (same device, inode, size, mtime and ctime), else None."""
+        try:
+            with open(self._file_note_path(path), encoding="utf-8") as f:
+                fields = f.read().split("\n")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if len(fields) < 3 or fields[0] != path or fields[1] != _stat_ident(st):
+            return None
+        return tuple(fields[2].split(" "))
+
+    def remember_file(self, path: str, st: os.stat_result, note: Sequence[str]) -> None:
+        """Note words of the file at `path` with the status `st` (a header's digest and
+        what it names), as ccache's inode cache does: read again only once it changes.
+        A file changed in the last FILE_NOTE_MIN_AGE seconds is not noted: a second
+        change within the file system's timestamp granularity would go unseen."""
+        if time.time() - max(st.st_mtime, st.st_ctime) < FILE_NOTE_MIN_AGE:
+            return
+        text = f"{path}\n{_stat_ident(st)}\n{' '.join(note)}\n"
+        self._write(self._file_note_path(path), text.encode(), durable=False)
+
+    def _file_note_path(self, path: str) -> str:
+        h = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+        return os.path.join(self.root, "files", h[:2], h[2:32])
 
     def _last_path(self, ident: str) -> str:
         return os.path.join(

@@ -167,6 +167,7 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
                 ii,
                 system=inv.dep_system,
                 phony=inv.dep_phony,
+                included=runner.texts.included,
             )
             with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cuda_split import archlist
 
@@ -277,14 +277,20 @@ def analyze(args: Sequence[str]) -> Invocation:
 
 
 def dependency_text(
-    target: str, ii_paths: Sequence[str], *, system: bool = True, phony: bool = False
+    target: str,
+    ii_paths: Sequence[str],
+    *,
+    system: bool = True,
+    phony: bool = False,
+    included: Callable[[str], Sequence[tuple[str, bool]]] = archlist.included_files,
 ) -> str:
     """nvcc's dependency file: the files the preprocessed sources (device ones in plan
-    order, then the host one) name, without system headers under -MMD."""
+    order, then the host one) name, without system headers under -MMD. `included`: a
+    text's (file, is a system header) pairs (the driver knows them without the text)."""
     deps: list[str] = []
     seen: set[str] = set()
     for path in ii_paths:
-        for name, is_system in archlist.included_files(path):
+        for name, is_system in included(path):
             if name in seen or (is_system and not system):
                 continue
             seen.add(name)

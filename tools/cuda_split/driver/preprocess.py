@@ -1,11 +1,15 @@
-"""Keys of the preprocessors' cache entries: the headers they read, the working directory."""
+"""The preprocessors' cache entries: keys from the headers they read and the working
+directory; their texts kept as digests (Texts)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 
 from cuda_split import archlist
 from cuda_split import cache as cachelib
@@ -84,6 +88,47 @@ def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
     return False
 
 
+# A header's note in the cache: its sha256, whether it names a time macro, whether it
+# names the arch list macro.
+_NOTE = re.compile(r"[0-9a-f]{64} [01] [01]")
+
+
+def header_digest(
+    path: str,
+    cache: cachelib.Cache | None,
+    memo: dict[str, tuple[str, bool]],
+) -> tuple[str, bool] | None:
+    """(sha256, whether it names __DATE__/__TIME__/__TIMESTAMP__) of a header, None if no
+    file: from `memo` (path -> what this compilation found: its preprocessors read the
+    same headers, and each manifest lists hundreds), the cache's note of it, or read (and
+    noted, with whether it names the arch list macro, for archlist.users)."""
+    found = memo.get(path)
+    if found is not None:
+        return found
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = (path, st.st_mtime_ns, st.st_size)
+    note = cache.file_note(path, st) if cache is not None else None
+    if note is not None and _NOTE.fullmatch(" ".join(note)):
+        found = (note[0], note[1] == "1")
+        archlist.note_names_macro(ident, note[2] == "1")
+    else:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        found = (hashlib.sha256(data).hexdigest(), any(m in data for m in _TIME_MACROS))
+        names = archlist.MACRO.encode() in data
+        archlist.note_names_macro(ident, names)
+        if cache is not None:
+            cache.remember_file(path, st, (found[0], str(int(found[1])), str(int(names))))
+    memo[path] = found
+    return found
+
+
 def _manifest_variants(
     entry: cachelib.Entry,
 ) -> list[tuple[list[tuple[str, str]], list[str]]]:
@@ -133,3 +178,104 @@ def _line_marker(path: str) -> re.Pattern[bytes]:
 # Tool flags with which the output records the base names of the step's files: ptxas -g
 # (nvcc -G) writes its command line into the cubin. (fatbinary: to be safe.)
 _NAME_RECORDING = {planlib.PTXAS: ("-g", "--device-debug"), planlib.FATBINARY: ("-g",)}
+
+
+# A preprocess's cache entry keeps, per output, the text's digest and the files its line
+# markers name, not the text: its readers (cudafe++, cicc) are keyed by that digest, so a
+# build whose steps all hit never needs the text, and a cold build neither compresses nor
+# stores tens of MB a source. A reader that misses has the preprocess run again first.
+TEXTS = "@texts"
+
+
+def texts_entry(texts: Texts, node: Node) -> bytes:
+    """The TEXTS file of `node`'s entry: role -> {sha256, files}."""
+    listing = {
+        role: {"sha256": texts.digest(path), "files": texts.included(path)}
+        for role, path in node.outputs.items()
+    }
+    return json.dumps(listing, sort_keys=True).encode()
+
+
+class Texts:
+    """What a compilation knows of its preprocessed texts by path: digests and included
+    files (each text is read and scanned once), and which texts a cache hit left unwritten
+    (`deferred`: path -> the preprocess node that writes it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._digests: dict[str, str] = {}
+        self._files: dict[str, list[tuple[str, bool]]] = {}
+        self._deferred: dict[str, Node] = {}
+        self._producing: dict[int, threading.Lock] = {}  # node index -> its rerun's lock
+
+    def digest(self, path: str) -> str:
+        """The sha256 of the file at `path`, known or read."""
+        with self._lock:
+            found = self._digests.get(path)
+        return found if found is not None else cachelib.sha256_file(path)
+
+    def included(self, path: str) -> list[tuple[str, bool]]:
+        """archlist.included_files of a text, known or read."""
+        with self._lock:
+            found = self._files.get(path)
+        return found if found is not None else archlist.included_files(path)
+
+    def wrote(self, path: str, data: bytes) -> list[tuple[str, bool]]:
+        """Note the text `data` a preprocess wrote at `path`; its included files."""
+        files = archlist.line_marker_files(data)
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            self._digests[path], self._files[path] = digest, files
+        return files
+
+    def defer(self, node: Node, entry: cachelib.Entry) -> bool:
+        """Take a TEXTS entry for `node` (a hit) without writing its texts; False if the
+        entry does not fit the node."""
+        try:
+            listing = json.loads(entry.files[TEXTS])
+            known = {
+                node.outputs[role]: (
+                    str(v["sha256"]),
+                    [(str(name), bool(system)) for name, system in v["files"]],
+                )
+                for role, v in listing.items()
+            }
+        except (ValueError, TypeError, KeyError):
+            return False
+        if set(known) != set(node.outputs.values()):
+            return False
+        with self._lock:
+            for path, (digest, files) in known.items():
+                self._digests[path], self._files[path] = digest, files
+                self._deferred[path] = node
+        return True
+
+    def materialize(
+        self, paths: Iterable[str], run: Callable[[Node], object]
+    ) -> tuple[Node | None, bool]:
+        """Write the deferred texts among `paths`: run their preprocesses again (`run`
+        leaves a node's rc and output). (the first failed run's node or None, whether a
+        text's digest differs from the cached one: a key made from the old one must be
+        made again.)"""
+        changed = False
+        for path in paths:
+            with self._lock:
+                producer = self._deferred.get(path)
+                if producer is None:
+                    continue
+                lock = self._producing.setdefault(producer.index, threading.Lock())
+            with lock:
+                with self._lock:
+                    if path not in self._deferred:
+                        continue  # another reader had it written meanwhile
+                again = dataclasses.replace(producer, stdout=b"", stderr=b"", rc=None)
+                run(again)
+                if again.rc != 0:
+                    return again, changed
+                for out in producer.outputs.values():
+                    digest = cachelib.sha256_file(out)
+                    with self._lock:
+                        changed = changed or digest != self._digests.get(out)
+                        self._digests[out] = digest
+                        del self._deferred[out]
+        return None, changed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -25,14 +24,17 @@ from cuda_split.driver.preprocess import (
     _COMPILER_ENV,
     _CWD_DEP,
     _MANIFEST_FORMAT,
-    _TIME_MACROS,
+    TEXTS,
+    Texts,
     _depends_note,
     _line_marker,
     _manifest_variants,
     _preprocess_key,
     _quoted,
     _records_names,
+    header_digest,
     preprocess_depends_on_cwd,
+    texts_entry,
 )
 from cuda_split.hermetic import HermeticStep
 
@@ -50,8 +52,10 @@ CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 # the manifest's key leaves out the value of `-D__CUDA_ARCH_LIST__` (all the build's
 # archs): each header set notes whether the output depends on it (archlist.users), and
 # only then does the output's key hold it. So an sm_90 build takes the compute_90
-# preprocess of a 5-arch one, except for code that names the macro (CCCL). The host
-# compile reads SDK headers no output lists: it always runs.
+# preprocess of a 5-arch one, except for code that names the macro (CCCL). An output's
+# entry keeps the text's digest and included files, not the text (preprocess.Texts): a
+# reader that misses has the preprocess run again. The host compile reads SDK headers no
+# output lists: it always runs.
 PREPROCESS_KINDS = (planlib.DEVICE_PREPROCESS, planlib.HOST_PREPROCESS)
 # Header sets a preprocess manifest remembers.
 MANIFEST_VARIANTS = 8
@@ -93,14 +97,15 @@ class Runner:
         self.libdevice = ""
         if env.get("NVVMIR_LIBRARY_DIR"):
             self.libdevice = env["NVVMIR_LIBRARY_DIR"]
-        # (path, mtime_ns, size) -> (sha256, uses a time macro), for headers.
-        self._digests: dict[tuple[str, int, int], tuple[str, bool]] = {}
+        # Header -> (sha256, uses a time macro): preprocess.header_digest.
+        self._digests: dict[str, tuple[str, bool]] = {}
         self._compilers: dict[str, str] = {}
         self._tools: dict[str, str] = {}  # realpath -> sha256, without a cache
         self.scratch_dir = os.path.join(work_dir, "scratch")
         here = env.get("_HERE_", os.path.dirname(opts.nvcc))
         self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
         self._specs: dict[int, HermeticStep] = {}
+        self.texts = Texts()
         self.remote = self._connect() if opts.remote else None
 
     def trace_step(self, node: Node, start: float, end: float) -> None:
@@ -260,7 +265,7 @@ class Runner:
             "argv": spec.arguments,
             "env": spec.env,
             "tool": self._tool_digest(node.cmd.argv[0]),
-            "inputs": {r: cachelib.sha256_file(p) for r, p in sorted(node.inputs.items())},
+            "inputs": {r: self.texts.digest(p) for r, p in sorted(node.inputs.items())},
         }
         if node.step.kind == planlib.CICC:
             parts["libdevice"] = self._libdevice_digests()
@@ -280,21 +285,7 @@ class Runner:
 
     def _file_digest(self, path: str) -> tuple[str, bool] | None:
         """(sha256, whether it names __DATE__/__TIME__/__TIMESTAMP__), None if no file."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        ident = (path, st.st_mtime_ns, st.st_size)
-        found = self._digests.get(ident)
-        if found is None:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except OSError:
-                return None
-            found = (hashlib.sha256(data).hexdigest(), any(m in data for m in _TIME_MACROS))
-            self._digests[ident] = found
-        return found
+        return header_digest(path, self.cache, self._digests)
 
     def _dep_matches(self, path: str, digest: str) -> bool:
         if path == _CWD_DEP:
@@ -354,6 +345,12 @@ class Runner:
             explain = "miss: " + cachelib.explain_difference(last, parts)
         else:
             explain = "miss: no local cache"
+        failed, changed = self.texts.materialize(node.inputs.values(), self._execute)
+        if failed is not None:
+            node.rc, node.stdout, node.stderr = failed.rc, failed.stdout, failed.stderr
+            return
+        if changed:  # a text came out other than its cached digest: another key
+            return self._run_cached(node)
         remote, prepared, spec = self.remote, None, self.spec(node)
         if remote is not None and remote.usable:
             prepared = remote.prepare(spec)
@@ -465,7 +462,9 @@ class Runner:
         deps = []
         users: list[str] = []
         for path in node.outputs.values():
-            files = archlist.included_files(path)
+            with open(path, "rb") as f:
+                data = f.read()
+            files = self.texts.wrote(path, data)
             for name, _ in files:
                 found = self._file_digest(name)
                 if found is None or found[1]:
@@ -473,7 +472,7 @@ class Runner:
                     node.explain += f"; not cached: {name} {why}"
                     return
                 deps.append((name, found[0]))
-            users += archlist.users(path, node.cmd.argv, files)
+            users += archlist.users(path, node.cmd.argv, files, data)
         if any(not os.path.isabs(name) for name, _ in deps):
             # Found through the working directory (`-include x.h` looks there first):
             # this header set holds only there.
@@ -481,21 +480,26 @@ class Runner:
         if users and not matched:
             node.explain += f"; {_depends_note(users)}: its value is part of the key"
         node.key = _preprocess_key(manifest_key, deps, users, values)
-        self._store(node)
+        texts = {TEXTS: texts_entry(self.texts, node), "@stdout": node.stdout}
+        texts["@stderr"] = node.stderr
+        n = self.cache.store(node.key, texts, {"kind": node.step.kind, "arch": node.step.arch})
         # The newest variant first; a few older ones, so that switching a header back
         # and forth (a branch change) hits.
         current, _ = self.cache.lookup(manifest_key)
         older = _manifest_variants(current) if current is not None else []
         kept = [(deps, users), *[v for v in older if v[0] != deps]][:MANIFEST_VARIANTS]
         listing = json.dumps([{"deps": d, "arch_list_users": u} for d, u in kept]).encode()
-        n = self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})
+        n += self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})
         with self._lock:
             self.bytes_added += n
 
     def _restore(self, node: Node, entry: cachelib.Entry) -> bool:
-        if set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
+        if set(entry.files) == {TEXTS, "@stdout", "@stderr"}:
+            if not self.texts.defer(node, entry):
+                return False
+        elif set(entry.files) != {*node.outputs, "@stdout", "@stderr"}:
             return False
-        for role, path in node.outputs.items():
+        for role, path in node.outputs.items() if TEXTS not in entry.files else ():
             with open(path, "wb") as f:
                 f.write(self.localize(node, role, entry.files[role]))
         node.stdout, node.stderr = entry.files["@stdout"], entry.files["@stderr"]
@@ -515,6 +519,10 @@ class Runner:
             self.bytes_added += n
 
     def _execute(self, node: Node) -> None:
+        failed, _ = self.texts.materialize(node.inputs.values(), self._execute)
+        if failed is not None:
+            node.rc, node.stdout, node.stderr = failed.rc, failed.stdout, failed.stderr
+            return
         argv = node.cmd.argv
         env = dict(os.environ)
         env.update(node.cmd.env)

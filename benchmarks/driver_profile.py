@@ -1,0 +1,187 @@
+"""Where nvcc-split's own CPU goes: compiles of one file, run in this process.
+
+    python3 benchmarks/driver_profile.py --corpus-dir GGML --nvcc NVCC [--file F]
+        [--jobs J] [--runs empty,warm,none] [--breakdown]
+
+Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for 5 archs, once per
+`--runs` item: with an empty cache, with the cache the last empty run filled (every step
+a hit), without a cache. For each it prints the driver's own CPU seconds (this process's
+`getrusage`: nvcc's tools, its children, not counted) and, with `--breakdown`, the thread
+CPU seconds of the driver's main functions (MEASURED, each inclusive of what it calls).
+(cProfile cannot serve: from Python 3.12 on one profiler sees every thread, with one
+clock.) A run with an empty cache also hashes the SDK's tools once (about 0.3 s), which a
+build of many files pays once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import pathlib
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "tests"))
+
+ARCHS = ("75", "80", "86", "89", "90")
+RUNS = {
+    "empty": "an empty cache",
+    "empty-nopool": "an empty cache, --no-slot-pool",
+    "warm": "the cache the last empty run filled",
+    "none": "--no-cache",
+}
+
+
+# Functions whose thread CPU --breakdown measures (inclusive of what they call): module,
+# attribute path.
+MEASURED = (
+    ("cuda_split.driver.cli", "analyze"),
+    ("cuda_split.driver.cli", "build_dag"),
+    ("cuda_split.driver.runner", "run_dag"),
+    ("cuda_split.driver.runner", "Runner.run_node"),
+    ("cuda_split.driver.runner", "Runner._execute"),
+    ("cuda_split.driver.runner", "Runner.key_parts"),
+    ("cuda_split.driver.runner", "Runner._file_digest"),
+    ("cuda_split.driver.runner", "Runner._store"),
+    ("cuda_split.driver.runner", "Runner._restore"),
+    ("cuda_split.driver.runner", "Runner.portable"),
+    ("cuda_split.driver.runner", "Runner.localize"),
+    ("cuda_split.archlist", "included_files"),
+    ("cuda_split.archlist", "users"),
+    ("cuda_split.cache", "Cache.lookup"),
+    ("cuda_split.cache", "Cache.store"),
+    ("cuda_split.cache", "Cache.record_parts"),
+    ("cuda_split.cache", "Cache.last_parts"),
+    ("cuda_split.cache", "Cache.added"),
+    ("cuda_split.cache", "Cache.count"),
+    ("cuda_split.cache", "encode_entry"),
+    ("cuda_split.cache", "decode_entry"),
+    ("cuda_split.cache", "sha256_file"),
+    ("cuda_split.slots", "SlotPool.try_acquire"),
+    ("cuda_split.slots", "SlotPool.announce"),
+    ("cuda_split.slots", "chains"),
+    ("cuda_split.driver.executor", "_sizes"),
+)
+
+
+@contextlib.contextmanager
+def measured(totals: dict[str, list[float]]) -> Iterator[None]:
+    """Wrap the MEASURED functions: name -> [calls, thread CPU s] in `totals` (a
+    recursive call counts once)."""
+    import importlib
+
+    undo = []
+    active = threading.local()
+
+    for module_name, path in MEASURED:
+        owner: object = importlib.import_module(module_name)
+        *outer, attr = path.split(".")
+        for name in outer:
+            owner = getattr(owner, name)
+        original = getattr(owner, attr)
+        totals[path] = [0, 0.0]
+
+        def wrapper(*a: object, _f=original, _path=path, **k: object) -> object:
+            inside = getattr(active, "paths", None)
+            if inside is None:
+                inside = active.paths = set()
+            if _path in inside:
+                return _f(*a, **k)
+            inside.add(_path)
+            start = time.thread_time()
+            try:
+                return _f(*a, **k)
+            finally:
+                inside.discard(_path)
+                totals[_path][0] += 1
+                totals[_path][1] += time.thread_time() - start
+
+        setattr(owner, attr, wrapper)
+        undo.append((owner, attr, original))
+    try:
+        yield
+    finally:
+        for owner, attr, original in reversed(undo):
+            setattr(owner, attr, original)
+
+
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def compile_once(
+    driver_opts: Sequence[str], nvcc_args: Sequence[str], breakdown: bool
+) -> tuple[int, float, str]:
+    """(rc, the driver's CPU s, the breakdown's lines or "")."""
+    from cuda_split.driver import main
+
+    before = own_cpu()
+    if not breakdown:
+        rc = main([*driver_opts, "--", *nvcc_args])
+        return rc, own_cpu() - before, ""
+    totals: dict[str, list[float]] = {}
+    with measured(totals):
+        rc = main([*driver_opts, "--", *nvcc_args])
+    spent = own_cpu() - before
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][1])
+    lines = [f"  {t:7.3f} s {int(n):6d} calls  {name}" for name, (n, t) in rows if n]
+    return rc, spent, "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus-dir", required=True, help="the unpacked ggml directory")
+    ap.add_argument("--nvcc", required=True, help="the nvcc to split")
+    ap.add_argument("--file", default="src/ggml-cuda/softmax.cu", help="relative to ggml")
+    ap.add_argument("--jobs", default="2", help="nvcc-split's -j")
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print the thread CPU seconds of the driver's main functions (MEASURED)",
+    )
+    ap.add_argument(
+        "--runs",
+        default="empty,warm,none",
+        help="comma-separated compiles, in order: "
+        + ", ".join(f"{k} ({v})" for k, v in RUNS.items()),
+    )
+    args = ap.parse_args(argv)
+    runs = args.runs.split(",")
+    if bad := [r for r in runs if r not in RUNS]:
+        ap.error(f"--runs: unknown {', '.join(bad)} (accepted: {', '.join(RUNS)})")
+
+    import corpus  # tests/corpus.py
+
+    ggml = pathlib.Path(args.corpus_dir).resolve()
+    os.chdir(ggml)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="driver-profile-"))
+    gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
+    nvcc_args = [*corpus.ggml_cuda_flags(), *gencode, "-c", args.file, "-o", str(work / "x.o")]
+    common = ["--nvcc", args.nvcc, "-j", args.jobs]
+    caches = 0
+    for run in runs:
+        caches += run.startswith("empty")
+        opts = ["--cache-dir", str(work / f"cache{caches}")]
+        if run == "none":
+            opts = ["--no-cache"]
+        elif run == "empty-nopool":
+            opts.append("--no-slot-pool")
+        rc, spent, profile = compile_once([*common, *opts], nvcc_args, args.breakdown)
+        print(f"{RUNS[run]}: rc {rc}, the driver's own CPU {spent:.2f} s", flush=True)
+        if profile:
+            print(profile, flush=True)
+        if rc:
+            return rc
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

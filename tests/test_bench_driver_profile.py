@@ -1,0 +1,41 @@
+"""benchmarks/driver_profile.py: the functions it measures exist, are wrapped while it
+measures (their thread CPU and calls counted) and are put back; bad --runs values."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import driver_profile  # noqa: E402
+
+
+def _resolve(module: str, path: str) -> object:
+    owner: object = importlib.import_module(module)
+    for name in path.split("."):
+        owner = getattr(owner, name)
+    return owner
+
+
+def test_measured_functions_are_counted_and_restored() -> None:
+    before = {p: _resolve(m, p) for m, p in driver_profile.MEASURED}
+    totals: dict[str, list[float]] = {}
+    with driver_profile.measured(totals):
+        assert all(_resolve(m, p) is not before[p] for m, p in driver_profile.MEASURED)
+        chains = _resolve("cuda_split.slots", "chains")({1: "cicc"}, {}, {"cicc": 2.0})
+    assert chains == {1: 2.0}  # the wrapped function's result
+    assert totals["chains"][0] == 1 and totals["chains"][1] >= 0
+    assert totals["Cache.store"] == [0, 0.0]
+    assert {p: _resolve(m, p) for m, p in driver_profile.MEASURED} == before
+
+
+def test_unknown_runs_are_named(capsys) -> None:
+    with pytest.raises(SystemExit):
+        driver_profile.main(["--corpus-dir", ".", "--nvcc", "nvcc", "--runs", "empty,cold"])
+    err = capsys.readouterr().err
+    assert "unknown cold" in err and "accepted: empty, empty-nopool, warm, none" in err
