@@ -172,3 +172,49 @@ def test_chains_that_round_alike_do_not_defer_to_each_other(tmp_path, live_pids)
     low.announce(7.1996)
     high.announce(7.1998)
     assert [low.others_first(7.1996), high.others_first(7.1998)] == [False, True]
+
+
+def test_kinds_not_yet_finished_take_what_the_other_processes_saw() -> None:
+    """Among similar files, a process that has not run a cicc yet ranks its arch chains
+    by the others' cicc, not by the default: its chains are as long as theirs."""
+    est = slots.Estimates({"cicc": 3.0, "ptxas": 2.0})
+    est.shared = {"cicc": 16.0, "ptxas": 1.0}
+    assert est.seconds("cicc", 0.0) == 16.0
+    assert est.seconds("ptxas", 0.0) == 2.0  # never below its own estimate
+    est.started(1, "cicc", 0.0)
+    assert est.seen() == {"cicc": 3.0}
+    assert est.seconds("cicc", 5.0) == 16.0  # running, not finished: still the others'
+    est.finished(1, 9.0)
+    assert est.seconds("cicc", 10.0) == 9.0  # its own once one has ended
+    assert est.seen() == {"cicc": 9.0}
+
+
+def test_processes_share_what_they_saw_through_the_pool(tmp_path, live_pids) -> None:
+    pids = live_pids(3)
+    pools = [slots.SlotPool(str(tmp_path), 4, pid=pid) for pid in pids]
+    pools[0].publish({"cicc": 10.0, "ptxas": 4.0}, now=0.0)
+    pools[1].publish({"cicc": 20.0}, now=0.0)
+    pools[1].publish({"cicc": 30.0}, now=0.5)  # within SHARE_S of the last: not written
+    assert pools[2].shared_seconds(now=0.0) == {"cicc": 15.0, "ptxas": 4.0}  # medians
+    pools[1].publish({"cicc": 30.0}, now=2.0)
+    assert pools[2].shared_seconds(now=0.5) == {"cicc": 15.0, "ptxas": 4.0}  # read at 0.0
+    assert pools[2].shared_seconds(now=1.5) == {"cicc": 20.0, "ptxas": 4.0}
+    assert pools[0].shared_seconds(now=0.0) == {"cicc": 30.0}  # not its own
+    pools[1].close()
+    assert not (tmp_path / f"seen.{pids[1]}").exists()
+    assert pools[2].shared_seconds(now=5.0) == {"cicc": 10.0, "ptxas": 4.0}
+
+
+def test_a_dead_process_seen_file_is_ignored_and_removed(tmp_path) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(dead.stdout)
+    (tmp_path / f"seen.{pid}").write_text('{"cicc": 50.0}')
+    (tmp_path / "seen.123.tmp").write_text("{")
+    pool = slots.SlotPool(str(tmp_path), 2)
+    assert pool.shared_seconds(now=0.0) == {}
+    assert not (tmp_path / f"seen.{pid}").exists()

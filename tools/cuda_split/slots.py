@@ -14,6 +14,8 @@ The pool is a directory (created by whichever process comes first):
                  so a process that dies gives its slots back with its descriptors
     wait.<pid>   the longest remaining chain (seconds, text) of the process's best
                  waiting step; absent while it waits for nothing
+    seen.<pid>   seconds a step of each kind took in that process (JSON; the kinds it
+                 has run or is running)
 
 A process takes a free slot only if no live waiter announces a longer chain (ties: the
 lower pid). Two processes that both see themselves first take two free slots, or one of
@@ -23,6 +25,11 @@ Chains are measured in seconds of estimated work (see `Estimates`): nvcc's steps
 kind take about as long in every file, save where a file is heavy; a process learns that
 from its own running steps (a cicc that has run 40 s says the next cicc of that file will
 too), so a heavy file's arch chains win the free slots early instead of forming the tail.
+A process that has not yet finished a step of some kind ranks it by what the build's
+other processes saw (the median of their `seen` files), not by the defaults: otherwise
+among similar files the ones that ran first learn long chains and keep winning the slots,
+and the one that started last keeps the defaults' short chains until the others are done,
+then forms the tail with all its arch chains (the seeded samples in the benchmarks).
 The host side of a file (fatbinary, then the host compile) runs last and once, so it
 cannot be learned in time: it is estimated from the sizes of the files the process has
 written (the cubins, the kernel stubs), as soon as the first of them exists.
@@ -33,7 +40,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
+import statistics
 import tempfile
 from collections.abc import Iterable, Mapping
 
@@ -69,6 +78,8 @@ SECONDS_PER_MB: Mapping[str, Mapping[str, float]] = {
 
 # How long a waiting process sleeps between looks at the pool (seconds).
 POLL_S = 0.05
+# How often a process reads the others' `seen` files, and writes its own (seconds).
+SHARE_S = 1.0
 
 
 def default_dir() -> str:
@@ -97,6 +108,10 @@ class Estimates:
         self._planned = dict(planned or {})
         self._per_mb = per_mb
         self._written: dict[str, list[int]] = {}  # role kind -> sizes
+        self._finished: set[str] = set()  # kinds of which a step has ended here
+        # Kind -> seconds the build's other processes saw (SlotPool.shared_seconds):
+        # what a kind this process has not finished a step of takes at least.
+        self.shared: Mapping[str, float] = {}
 
     def started(self, token: int, kind: str, now: float) -> None:
         self._running[token] = (kind, now)
@@ -105,6 +120,7 @@ class Estimates:
         """The step `token` ended; `written`: role (`cubin:sm_90`) -> bytes of its outputs."""
         kind, start = self._running.pop(token)
         self._note(kind, now - start)
+        self._finished.add(kind)
         for role, size in (written or {}).items():
             self._written.setdefault(role.partition(":")[0], []).append(size)
 
@@ -112,7 +128,16 @@ class Estimates:
         for running_kind, start in self._running.values():
             if running_kind == kind:
                 self._note(kind, now - start)
-        return max(self._seen.get(kind, _UNKNOWN_KIND_SECONDS), self._by_size(kind))
+        own = max(self._seen.get(kind, _UNKNOWN_KIND_SECONDS), self._by_size(kind))
+        if kind in self._finished:
+            return own
+        return max(own, self.shared.get(kind, 0.0))
+
+    def seen(self) -> dict[str, float]:
+        """Kind -> seconds, for the kinds of which a step has ended or is running here
+        (what this process tells the others: SlotPool.publish)."""
+        kinds = self._finished | {kind for kind, _ in self._running.values()}
+        return {kind: self._seen.get(kind, _UNKNOWN_KIND_SECONDS) for kind in kinds}
 
     def _by_size(self, kind: str) -> float:
         total = 0.0
@@ -164,6 +189,10 @@ class SlotPool:
         self.pid = os.getpid() if pid is None else pid
         self._held: dict[int, int] = {}  # slot -> descriptor
         self._announced: int | None = None
+        self._published: dict[str, float] = {}
+        self._published_at = -SHARE_S
+        self._shared: dict[str, float] = {}
+        self._shared_at = -SHARE_S
         try:
             os.makedirs(directory, mode=0o700, exist_ok=True)
             probe = os.path.join(directory, "slot.0")
@@ -174,6 +203,59 @@ class SlotPool:
     @property
     def held(self) -> int:
         return len(self._held)
+
+    def publish(self, seen: Mapping[str, float], now: float) -> None:
+        """Tell the other processes the seconds this one saw per kind (Estimates.seen), at
+        most every SHARE_S seconds and only when they changed (tenths of a second)."""
+        rounded = {kind: round(value, 1) for kind, value in sorted(seen.items())}
+        if rounded == self._published or now - self._published_at < SHARE_S:
+            return
+        path = os.path.join(self.directory, f"seen.{self.pid}")
+        with contextlib.suppress(OSError):
+            with open(f"{path}.tmp", "w", encoding="ascii") as f:
+                json.dump(rounded, f)
+            os.replace(f"{path}.tmp", path)
+            self._published, self._published_at = rounded, now
+
+    def shared_seconds(self, now: float) -> dict[str, float]:
+        """Kind -> the median of the seconds the other live processes saw (their `seen`
+        files), read again at most every SHARE_S seconds."""
+        if now - self._shared_at < SHARE_S:
+            return self._shared
+        values: dict[str, list[float]] = {}
+        for _pid, name in self._others("seen"):
+            try:
+                with open(os.path.join(self.directory, name), encoding="ascii") as f:
+                    theirs = json.load(f)
+                for kind, value in theirs.items():
+                    values.setdefault(str(kind), []).append(float(value))
+            except (OSError, ValueError, TypeError, AttributeError):
+                continue
+        self._shared = {kind: statistics.median(v) for kind, v in values.items()}
+        self._shared_at = now
+        return self._shared
+
+    def _others(self, prefix: str) -> list[tuple[int, str]]:
+        """(pid, file name) of the other live processes' `prefix.<pid>` files; those of
+        dead processes are removed."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        found = []
+        for name in names:
+            head, _, pid_text = name.partition(".")
+            if head != prefix or not pid_text.isdigit():
+                continue
+            pid = int(pid_text)
+            if pid == self.pid:
+                continue
+            if not _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.directory, name))
+                continue
+            found.append((pid, name))
+        return found
 
     def _wait_path(self, pid: int) -> str:
         return os.path.join(self.directory, f"wait.{pid}")
@@ -201,25 +283,11 @@ class SlotPool:
         order (compared unrounded, two chains that round to one value would each defer
         to the other)."""
         chain_ms = _ms(chain)
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return False
-        for name in names:
-            prefix, _, pid_text = name.partition(".")
-            if prefix != "wait" or not pid_text.isdigit():
-                continue
-            pid = int(pid_text)
-            if pid == self.pid:
-                continue
+        for pid, name in self._others("wait"):
             try:
                 with open(os.path.join(self.directory, name), encoding="ascii") as f:
                     theirs = int(f.read())
             except (OSError, ValueError):
-                continue
-            if not _alive(pid):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self.directory, name))
                 continue
             if theirs > chain_ms or (theirs == chain_ms and pid < self.pid):
                 return True
@@ -257,6 +325,8 @@ class SlotPool:
         for slot in list(self._held):
             self.release(slot)
         self.announce(None)
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(self.directory, f"seen.{self.pid}"))
 
 
 def _ms(seconds: float) -> int:

@@ -70,7 +70,8 @@ def run_dag(
     With a `pool` (slots.SlotPool, shared by the build's nvcc-split processes; it replaces
     `load_limit`), every node holds a pool slot while it runs; ready nodes ask for one
     longest remaining chain first (slots.chains, with durations this process learns from
-    its own steps and the sizes of the files they wrote), and a node refused announces its
+    its own steps, the other processes' for kinds it has not finished a step of, and the
+    sizes of the files its steps wrote), and a node refused announces its
     chain, so that other processes leave the next free slot to it if it is the longest.
     `trace(node, start, end)` is called as each node ends (wall-clock seconds since the
     epoch).
@@ -131,6 +132,7 @@ def run_dag(
                     chain: dict[int, float] = {}
                     if pool is not None:
                         now = time.monotonic()
+                        estimates.shared = pool.shared_seconds(now)
                         seconds = {k: estimates.seconds(k, now) for k in set(kinds.values())}
                         chain = slotslib.chains(kinds, users, seconds)
                         ready.sort(key=lambda n: -chain[n.index])
@@ -174,6 +176,7 @@ def run_dag(
                         fut.add_done_callback(woken)
                 if pool is not None:
                     pool.announce(pool_waits)
+                    pool.publish(estimates.seen(), time.monotonic())
                 if not running and pool_waits is None:
                     break
                 if wants_token:
