@@ -37,9 +37,9 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 # An entry: MAGIC, the sha256 of the rest, a newline, then the rest: zlib (level 1) of
-# the header's length, the header and the files. Preprocessed texts are most of a cache's
-# bytes and compress about tenfold. Entries of the uncompressed format (MAGIC_V1) are
-# still read.
+# the header's length, the header and the files (PTX, a text, compresses well; the
+# preprocessed texts are kept as digests, not stored: driver/preprocess.py). Entries of
+# the uncompressed format (MAGIC_V1) are still read.
 MAGIC = b"CUDASPLIT2\n"
 MAGIC_V1 = b"CUDASPLIT1\n"
 # Files changed more recently than this many seconds are not noted (Cache.remember_file).
