@@ -52,6 +52,8 @@ DEFAULT_ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
 DEFAULT_WARM_ARCHS = "sm_90"
 SMOKE_ARCHS = "sm_80,sm_90"  # --smoke: two light ggml files, two archs, one repeat
 
+CONFIGS = ("nvcc", "nvcc-t", "split", "split-log", "bazel-mono", "bazel-split")
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     cores = len(os.sched_getaffinity(0))
@@ -117,7 +119,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--configs",
         default="nvcc,nvcc-t,split,bazel-mono,bazel-split",
-        help="configurations of scenarios 1 and 3 (nvcc also brings mono-cache)",
+        help="configurations of scenarios 1 and 3, some of: "
+        + ", ".join(CONFIGS)
+        + " (nvcc also brings mono-cache; split-log: nvcc-split with an empty cache but "
+        "the durations noted by the split build before it, scenario 1 only)",
     )
     p.add_argument("--no-bazel", action="store_true", help="skip the Bazel configurations")
     p.add_argument(
@@ -189,6 +194,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.critical_repeats = args.critical_repeats or args.repeats
     args.scenarios = set(args.scenarios.split(","))
     args.configs_list = args.configs.split(",")
+    unknown = [c for c in args.configs_list if c not in CONFIGS]
+    if unknown:
+        p.error(f"--configs: {', '.join(unknown)} unknown; expected some of {', '.join(CONFIGS)}")
+    if "split-log" in args.configs_list and "split" not in args.configs_list:
+        p.error("--configs: split-log takes the durations of split's build: add split")
     if not args.label and args.sample:
         args.label = f"sample{args.sample}-seed{args.seed}-{cores}core"
     if not args.label:

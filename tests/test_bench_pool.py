@@ -8,12 +8,15 @@ import pathlib
 import sys
 import time
 
+import pytest
+
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import occupancy  # noqa: E402
 import run  # noqa: E402
+from bench import analysis  # noqa: E402
 from bench.corpus import sample_sources  # noqa: E402
 from bench.measure import Occupancy  # noqa: E402
 
@@ -51,6 +54,41 @@ def test_the_command_line_defaults_and_smoke() -> None:
     args = run.parse_args(["--smoke"])
     assert (args.archs, args.repeats, args.label) == (run.SMOKE_ARCHS, 1, f"smoke-{args.jobs}core")
     assert args.scenarios == {"1", "2", "3"} and args.shard is None
+
+
+def test_unknown_configs_are_named_and_split_log_needs_split(capsys) -> None:
+    with pytest.raises(SystemExit):
+        run.parse_args(["--configs", "nvcc-t,split-lg"])
+    assert "split-lg unknown" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run.parse_args(["--configs", "nvcc-t,split-log"])
+    assert "add split" in capsys.readouterr().err
+    assert run.parse_args(["--configs", "split,split-log"]).configs_list == ["split", "split-log"]
+
+
+def test_split_log_is_reported_beside_split_with_the_bound() -> None:
+    def m(config: str, phase: str, wall: float, cpu: float) -> dict:
+        return {"scenario": "1", "config": config, "phase": phase, "repeat": 0} | {
+            "wall_s": wall,
+            "cpu_s": cpu,
+        }
+
+    results = {
+        "meta": {"machine": {"cores": 16}},
+        "measurements": [
+            m("nvcc-t", "full", 100.0, 1600.0),
+            m("split", "cold", 90.0, 1280.0),  # bound 80 s: 1.125x
+            m("split-log", "log", 84.0, 1280.0),  # 1.05x
+        ],
+    }
+    a = analysis.analyze(results)
+    assert set(a["s1"]) == {"nvcc-t", "split", "split-log"}
+    rows = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
+    assert rows["split wall ≤ 1.10 × its CPU ÷ 16 cores"][0] == "1.125 ×"
+    assert rows["split-log wall ≤ 1.10 × its CPU ÷ 16 cores"] == ("1.050 ×", "met")
+    assert rows[
+        "split-log wall ≤ nvcc-t wall, full parallelism (target set for 16 cores; this run: 16)"
+    ] == ("0.840 ×", "met")
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

@@ -183,3 +183,38 @@ def test_header_notes_are_kept_per_file_status(tmp_path, monkeypatch) -> None:
     note_file.write_text(note_file.read_text().replace(fresh[0], "zz" * 32))
     assert header_digest(str(header), cache, {}) == fresh  # read again, not trusted
     assert cache.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")
+
+
+def test_durations_are_noted_per_source_and_merged(tmp_path) -> None:
+    cache = cachelib.Cache(str(tmp_path / "c"))
+    assert cache.durations("/src/a.cu") == {}
+    cache.record_durations("/src/a.cu", {"cicc:compute_90": 12.345, "host_compile:": 3.0})
+    cache.record_durations("/src/b.cu", {"cicc:compute_90": 1.0})
+    # The next build's hits ran nothing: the steps it ran replace theirs, the rest stay.
+    cache.record_durations("/src/a.cu", {"host_compile:": 4.0})
+    assert cache.durations("/src/a.cu") == {"cicc:compute_90": 12.35, "host_compile:": 4.0}
+    assert cache.durations("/src/b.cu") == {"cicc:compute_90": 1.0}
+    path = next(
+        p for p in (tmp_path / "c" / "durations").glob("*/*.json") if "12.35" in p.read_text()
+    )
+    for torn in (b'{"cicc:compute_90": 1', b"[1, 2]", b'{"cicc:": "x"}'):
+        path.write_bytes(torn)  # a torn or foreign note ranks by the estimates, not a crash
+        assert cache.durations("/src/a.cu") == {}
+
+
+def test_a_compile_notes_what_its_steps_took_and_hits_keep_theirs(sdk, tmp_path) -> None:
+    cache_dir = tmp_path / "cache"
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--cache-dir", str(cache_dir), "--slot-pool", str(tmp_path / "pool"), "--"]
+    argv += [*ARGS, "-o", str(tmp_path / "x.o")]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    subprocess.run(argv, cwd=REPO, env=env, check=True, capture_output=True)
+    source = os.path.realpath(REPO / ARGS[ARGS.index("-c") + 1])
+    first = cachelib.Cache(str(cache_dir)).durations(source)
+    assert {"cicc:compute_80", "ptxas:sm_80", "host_compile:"} <= set(first), first
+    assert all(seconds > 0 for seconds in first.values())
+    subprocess.run(argv, cwd=REPO, env=env, check=True, capture_output=True)
+    second = cachelib.Cache(str(cache_dir)).durations(source)
+    # cicc and ptxas hit the second time: their seconds are the first build's.
+    assert second["cicc:compute_80"] == first["cicc:compute_80"]
+    assert second["ptxas:sm_80"] == first["ptxas:sm_80"]

@@ -108,6 +108,17 @@ def test_the_longest_remaining_chain_starts_first(tmp_path) -> None:
     assert [i for _, i in rec.order] == [1, 2, 0, 3]  # chains 6.5, then 3.5, 1.5 and 1.5
 
 
+def test_steps_rank_by_what_they_took_in_the_last_build(tmp_path) -> None:
+    # Two arch chains alike by kind; the last build says the second file's cicc took 50 s.
+    nodes = nodes_of(["cicc", "ptxas", "cicc", "ptxas"], {1: {0}, 3: {2}})
+    rec = Recorder(seconds=0.01)
+    pool = slots.SlotPool(str(tmp_path), 1)
+    failed = driver.run_dag(nodes, rec.runner("p"), 4, pool=pool, known={2: 50.0})
+    pool.close()
+    assert failed == []
+    assert [i for _, i in rec.order][0] == 2  # without `known`: 0 first (the lower index)
+
+
 def test_a_step_waits_while_another_process_announces_a_longer_chain(tmp_path, live_pids) -> None:
     (other_pid,) = live_pids(1)
     other = slots.SlotPool(str(tmp_path), 2, pid=other_pid)
@@ -161,6 +172,17 @@ def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
     assert {r["pid"] for r in records} == {records[0]["pid"]}
     assert all(r["start"] <= r["end"] and r["rc"] == 0 for r in records)
     assert all(r["src"].endswith("examples/saxpy/saxpy.cu") for r in records)
+    # Enough to replay the build (benchmarks/pool_replay.py): the DAG and the sizes.
+    by_index = {r["index"]: r for r in records}
+    assert len(by_index) == len(records)
+    for r in records:
+        if r["step"] == "ptxas":
+            (dep,) = r["deps"]
+            assert by_index[dep]["step"] == "cicc"
+            assert by_index[dep]["arch"] == r["arch"].replace("sm_", "compute_")
+            assert r["written"][f"cubin:{r['arch']}"] > 0
+    (host,) = [r for r in records if r["step"] == "host_compile"]
+    assert sorted(host["deps"]) == sorted(i for i in by_index if i != host["index"])
     assert sorted(p.name for p in pool.iterdir())[0] == "slot.0"
 
 

@@ -91,6 +91,13 @@ def test_chains_are_the_longest_remaining_path() -> None:
     assert slots.chains(kinds, users, seconds) == {0: 8.5, 1: 7.5, 2: 2.5, 3: 5.5, 4: 0.5}
 
 
+def test_known_seconds_replace_the_kind_estimate_of_their_step() -> None:
+    users = {0: [1], 2: [3]}
+    kinds = {0: "cicc", 1: "ptxas", 2: "cicc", 3: "ptxas"}
+    got = slots.chains(kinds, users, {"cicc": 3.0, "ptxas": 2.0}, known={2: 40.0, 1: 0.5})
+    assert got == {0: 3.5, 1: 0.5, 2: 42.0, 3: 2.0}
+
+
 def test_estimates_learn_from_running_and_finished_steps() -> None:
     est = slots.Estimates({"cicc": 3.0, "ptxas": 2.0})
     assert est.seconds("cicc", 100.0) == 3.0
@@ -182,8 +189,9 @@ def test_kinds_not_yet_finished_take_what_the_other_processes_saw() -> None:
     assert est.seconds("cicc", 0.0) == 16.0
     assert est.seconds("ptxas", 0.0) == 2.0  # never below its own estimate
     est.started(1, "cicc", 0.0)
-    assert est.seen() == {"cicc": 3.0}
+    assert est.seen() == {}  # just started: nothing to tell (not the default)
     assert est.seconds("cicc", 5.0) == 16.0  # running, not finished: still the others'
+    assert est.seen() == {"cicc": 5.0}  # running longer than the default: at least that
     est.finished(1, 9.0)
     assert est.seconds("cicc", 10.0) == 9.0  # its own once one has ended
     assert est.seen() == {"cicc": 9.0}

@@ -293,7 +293,7 @@ class Bench:
         s1, s3 = "1" in self.args.scenarios, "3" in self.args.scenarios
         configs = [
             c
-            for c in ("nvcc", "nvcc-t", "split", "bazel-mono", "bazel-split")
+            for c in ("nvcc", "nvcc-t", "split", "split-log", "bazel-mono", "bazel-split")
             if c in self.args.configs_list
         ]
         if not self.bazel:
@@ -311,10 +311,31 @@ class Bench:
                 self.bazel_runs(config, repeat, s1, s3)
             elif config in ("split", "mono-cache"):
                 self.cache_runs(config, repeat, "1" if s1 and config == "split" else "3", s3)
+            elif config == "split-log":
+                if s1:
+                    self.log_run(repeat)
             else:
                 self.record(
                     self.run_corpus("1", config, "full", repeat, self.jobs_list, self.archs)
                 )
+
+    def log_run(self, repeat: int) -> None:
+        """nvcc-split with an empty cache but the durations its split build just before
+        noted (`durations/` of that build's cache): a build after an edit of a header
+        every file includes, where every step misses and the weights are the last
+        build's. Scenario 1, phase `log`."""
+        noted = sorted(
+            (self.work / "cache").glob("split-r*/durations"), key=lambda p: p.stat().st_mtime
+        )
+        if not noted:
+            raise SystemExit("run.py: --configs split-log needs split's build before it")
+        cache = self.work / "cache" / f"split-log-r{repeat}"
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.copytree(noted[-1], cache / "durations")
+        m = self.run_corpus("1", "split", "log", repeat, self.jobs_list, self.archs, cache=cache)
+        m["config"] = "split-log"
+        self.record(m)
+        shutil.rmtree(cache, ignore_errors=True)
 
     def cache_runs(self, config: str, repeat: int, cold_scenario: str, s3: bool) -> None:
         """Cold (empty cache, all archs, every file), then with the warm cache: an edit of

@@ -17,7 +17,10 @@ entries go first (under an flock, so that concurrent processes evict once).
 Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `files/`
 notes of headers (digest, the macros they name) per (path, device, inode, size, mtime,
 ctime), like ccache's inode cache, so that a compile does not read every header; `last/`
-keeps, per (source, step kind, arch), the parts of the last key, for `--explain`; `size`
+keeps, per (source, step kind, arch), the parts of the last key, for `--explain`;
+`durations/` the seconds each step of a source ran the last time it ran (JSON, per
+source), like Ninja's build log: the slot pool ranks the next build's steps by them, so
+that after an edit that misses every entry the heaviest files' chains start first; `size`
 is the running total of entry bytes.
 """
 
@@ -441,6 +444,31 @@ class Cache:
 
     def record_parts(self, ident: str, parts: Mapping[str, object]) -> None:
         self._write(self._last_path(ident), json.dumps(parts, sort_keys=True).encode())
+
+    def _durations_path(self, source: str) -> str:
+        h = hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()
+        return os.path.join(self.root, "durations", h[:2], h[2:32] + ".json")
+
+    def durations(self, source: str) -> dict[str, float]:
+        """`kind:arch` -> the seconds that step of `source` ran the last time it ran
+        (none: never, or a note that cannot be read)."""
+        try:
+            with open(self._durations_path(source), encoding="ascii") as f:
+                found = json.load(f)
+            return {str(k): float(v) for k, v in found.items() if float(v) >= 0}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def record_durations(self, source: str, seconds: Mapping[str, float]) -> None:
+        """Note the seconds of the steps that ran (`kind:arch` -> seconds) over the last
+        ones; steps that did not run this time (hits) keep theirs."""
+        if not seconds:
+            return
+        merged = self.durations(source) | {k: round(v, 2) for k, v in seconds.items()}
+        path = self._durations_path(source)
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._write(path, json.dumps(merged, sort_keys=True).encode(), durable=False)
 
 
 def explain_difference(old: Mapping[str, object] | None, new: Mapping[str, object]) -> str:

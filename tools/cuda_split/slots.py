@@ -33,6 +33,11 @@ then forms the tail with all its arch chains (the seeded samples in the benchmar
 The host side of a file (fatbinary, then the host compile) runs last and once, so it
 cannot be learned in time: it is estimated from the sizes of the files the process has
 written (the cubins, the kernel stubs), as soon as the first of them exists.
+
+All of that is learned within one build; what a step took the last time it ran (the
+cache's `durations/`, like Ninja's build log) ranks it from the start, where known: after
+an edit of a common header every step misses the cache, yet the files' weights are those
+of the build before.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ class Estimates:
         planned: Mapping[str, int] | None = None,
         per_mb: Mapping[str, Mapping[str, float]] = SECONDS_PER_MB,
     ) -> None:
+        self._defaults = dict(defaults)
         self._seen: dict[str, float] = dict(defaults)
         self._running: dict[int, tuple[str, float]] = {}
         self._planned = dict(planned or {})
@@ -134,10 +140,16 @@ class Estimates:
         return max(own, self.shared.get(kind, 0.0))
 
     def seen(self) -> dict[str, float]:
-        """Kind -> seconds, for the kinds of which a step has ended or is running here
-        (what this process tells the others: SlotPool.publish)."""
-        kinds = self._finished | {kind for kind, _ in self._running.values()}
-        return {kind: self._seen.get(kind, _UNKNOWN_KIND_SECONDS) for kind in kinds}
+        """Kind -> seconds, for the kinds of which a step has ended here, or is running and
+        has run longer than the default (what this process tells the others:
+        SlotPool.publish; a step that has just started says nothing yet, and publishing
+        the default would pull the others' median towards it)."""
+        found = {kind: self._seen.get(kind, _UNKNOWN_KIND_SECONDS) for kind in self._finished}
+        for kind, _ in self._running.values():
+            seconds = self._seen.get(kind, _UNKNOWN_KIND_SECONDS)
+            if kind not in found and seconds > self._defaults.get(kind, _UNKNOWN_KIND_SECONDS):
+                found[kind] = seconds
+        return found
 
     def _by_size(self, kind: str) -> float:
         total = 0.0
@@ -157,15 +169,22 @@ def chains(
     kinds: Mapping[int, str],
     users: Mapping[int, Iterable[int]],
     seconds: Mapping[str, float],
+    known: Mapping[int, float] | None = None,
 ) -> dict[int, float]:
     """The longest remaining chain from each step: its own seconds plus the longest chain
-    of the steps that read its outputs (`users`: step -> steps that depend on it)."""
+    of the steps that read its outputs (`users`: step -> steps that depend on it). A
+    step's own seconds are `known[step]` where given (what it took in the last build that
+    ran it: cache.Cache.durations), else its kind's `seconds`."""
     memo: dict[int, float] = {}
+    known = known or {}
 
     def chain(index: int) -> float:
         if index not in memo:
             after = [chain(user) for user in users.get(index, ())]
-            own = seconds.get(kinds[index], _UNKNOWN_KIND_SECONDS)
+            if index in known:
+                own = known[index]
+            else:
+                own = seconds.get(kinds[index], _UNKNOWN_KIND_SECONDS)
             memo[index] = own + max(after, default=0.0)
         return memo[index]
 

@@ -52,6 +52,7 @@ def run_dag(
     load: Callable[[], float | None] = sysload.runnable,
     pool: slotslib.SlotPool | None = None,
     trace: Callable[[Node, float, float], None] | None = None,
+    known: dict[int, float] | None = None,
 ) -> list[Node]:
     """Run each node once its deps are done; after a failure start no more. The failed
     nodes (a node fails when `run` leaves its rc non-zero).
@@ -71,7 +72,8 @@ def run_dag(
     `load_limit`), every node holds a pool slot while it runs; ready nodes ask for one
     longest remaining chain first (slots.chains, with durations this process learns from
     its own steps, the other processes' for kinds it has not finished a step of, and the
-    sizes of the files its steps wrote), and a node refused announces its
+    sizes of the files its steps wrote; `known`: node -> seconds it took in the last
+    build that ran it, which rank it instead), and a node refused announces its
     chain, so that other processes leave the next free slot to it if it is the longest.
     `trace(node, start, end)` is called as each node ends (wall-clock seconds since the
     epoch).
@@ -134,7 +136,7 @@ def run_dag(
                         now = time.monotonic()
                         estimates.shared = pool.shared_seconds(now)
                         seconds = {k: estimates.seconds(k, now) for k in set(kinds.values())}
-                        chain = slotslib.chains(kinds, users, seconds)
+                        chain = slotslib.chains(kinds, users, seconds, known)
                         ready.sort(key=lambda n: -chain[n.index])
                     # Nodes that may start beside the running ones, by the load; the
                     # first node always starts (it is counted against the room).
@@ -202,7 +204,7 @@ def run_dag(
                 for fut in finished:
                     node, implicit = running.pop(fut)
                     if pool is not None:
-                        estimates.finished(node.index, time.monotonic(), _sizes(node))
+                        estimates.finished(node.index, time.monotonic(), sizes(node))
                     implicit_free = implicit_free or implicit
                     fut.result()
                     if node.rc == 0:
@@ -222,10 +224,10 @@ def run_dag(
     return failed
 
 
-def _sizes(node: Node) -> dict[str, int]:
+def sizes(node: Node) -> dict[str, int]:
     """Role -> bytes of the node's outputs that exist (none after a failure)."""
-    sizes = {}
+    found = {}
     for role, path in node.outputs.items():
         with contextlib.suppress(OSError):
-            sizes[role] = os.stat(path).st_size
-    return sizes
+            found[role] = os.stat(path).st_size
+    return found

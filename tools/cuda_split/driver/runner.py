@@ -18,7 +18,7 @@ from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
 from cuda_split.driver.common import PROG, Node, replay, say
 from cuda_split.driver.dag import _role_file_name
-from cuda_split.driver.executor import load_limit, run_dag
+from cuda_split.driver.executor import load_limit, run_dag, sizes
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
     _COMPILER_ENV,
@@ -116,6 +116,9 @@ class Runner:
             "src": self.source,
             "step": node.step.kind,
             "arch": node.step.arch or "",
+            "index": node.index,
+            "deps": sorted(node.deps),
+            "written": sizes(node),
             "cache": node.cache,
             "rc": node.rc,
             "start": round(start, 6),
@@ -546,6 +549,9 @@ class Runner:
         pool: slotslib.SlotPool | None = None,
     ) -> int:
         """Run the nodes in dependency order (see run_dag); the first failure's rc."""
+        # What each step took the last time it ran ranks it in the pool (Cache.durations).
+        last = self.cache.durations(self.source) if self.cache is not None else {}
+        known = {n.index: last[_step_name(n)] for n in nodes if _step_name(n) in last}
         try:
             cap = self.opts.jobs if self.opts.jobs_given else None
             failed = run_dag(
@@ -558,9 +564,12 @@ class Runner:
                 load_limit(self.opts, jobserver),
                 pool=pool,
                 trace=self.trace_step if self.opts.trace else None,
+                known=known,
             )
         finally:
             if self.cache is not None:
+                ran = [n for n in nodes if n.rc == 0 and n.cache not in ("hit", "remote-hit")]
+                self.cache.record_durations(self.source, {_step_name(n): n.seconds for n in ran})
                 self.cache.added(self.bytes_added)
                 looked = [n for n in nodes if n.cache in ("hit", "miss", "remote-hit")]
                 hits = sum(1 for n in looked if n.cache == "hit")
@@ -574,3 +583,8 @@ class Runner:
             replay(first)
             return first.rc or 1
         return 0
+
+
+def _step_name(node: Node) -> str:
+    """A step's name in the cache's durations: `kind:arch` (`host_compile:`)."""
+    return f"{node.step.kind}:{node.step.arch or ''}"

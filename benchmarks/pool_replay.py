@@ -1,0 +1,261 @@
+"""Replay an nvcc-split build's trace as the slot pool would schedule it, by another rule.
+
+    python3 benchmarks/pool_replay.py TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
+
+A build's `--trace` (one JSON line per step: its process, source, kind, arch, start, end,
+and since 2026-11-25 its index, deps and the bytes it wrote) holds every step's measured
+duration. The replay runs the same steps again on `--cores` slots, in simulated time: each
+file's process arrives when its first step started, a step starts once its deps are done
+and a slot is free, and takes the seconds it took. Free slots go as the pool gives them
+(`cuda_split.slots`): to the waiting step with the longest remaining chain across the
+processes. The rules replayed:
+
+    pid    nvcc-split's: chains of each process's `slots.Estimates` (the defaults, what
+           its own steps have run, the other processes' medians, the sizes written), ties
+           to the lower pid
+    held   the same chains, ties to the process holding fewer slots, then the lower pid
+           (every file gets a step running early; tried and not adopted: see
+           benchmarks/README.md)
+    known  every step ranked by the seconds it took (`slots.chains`' `known`), as when
+           the cache's durations of an earlier build that took the same are there
+
+Prints the replayed wall of each rule against the trace's own and the bound (the steps'
+seconds ÷ cores, or the longest file's critical path if longer): what a rule would have
+bought on that build, without a machine to run it.
+
+Traces written before the deps were recorded get them from the kinds (nvcc 13's plan:
+cudafe++ after the host preprocess, cicc after its arch's device preprocess and cudafe++'s
+module id, ptxas after its arch's cicc, fatbinary after every ptxas and cicc, the host
+compile last); without sizes, the host side ranks by the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import pathlib
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
+
+from cuda_split import slots  # noqa: E402
+
+RULES = ("pid", "held", "known")
+
+
+@dataclass
+class Step:
+    index: int
+    kind: str
+    arch: str
+    seconds: float
+    deps: set[int]
+    written: dict[str, int]
+
+
+@dataclass
+class Process:
+    pid: int
+    src: str
+    arrival: float
+    steps: dict[int, Step]
+    # Filled in by the replay.
+    done: set[int] = field(default_factory=set)
+    running: set[int] = field(default_factory=set)
+    started: dict[int, float] = field(default_factory=dict)  # step -> replayed start
+    estimates: slots.Estimates | None = None
+
+    @property
+    def finished(self) -> bool:
+        return len(self.done) == len(self.steps)
+
+
+def _kind_deps(steps: dict[int, Step]) -> None:
+    """Deps by kind, for traces without them (see the module docstring)."""
+    by_kind: dict[str, list[Step]] = {}
+    for s in steps.values():
+        by_kind.setdefault(s.kind, []).append(s)
+
+    def indices(kind: str, arch: str | None = None) -> set[int]:
+        return {s.index for s in by_kind.get(kind, []) if arch is None or s.arch == arch}
+
+    for s in steps.values():
+        number = s.arch.rpartition("_")[2]
+        if s.kind == "cudafe":
+            s.deps = indices("host_preprocess")
+        elif s.kind == "cicc":
+            s.deps = indices("device_preprocess", s.arch) | indices("cudafe")
+        elif s.kind == "ptxas":
+            s.deps = indices("cicc", f"compute_{number}")
+        elif s.kind == "fatbinary":
+            s.deps = indices("ptxas") | indices("cicc")
+        elif s.kind == "host_compile":
+            s.deps = set(steps) - {s.index}
+        else:
+            s.deps = set()
+
+
+def load(paths: Sequence[pathlib.Path]) -> list[Process]:
+    """The traces' processes (one per pid and source), times from the earliest step."""
+    records = []
+    for path in paths:
+        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not records:
+        raise SystemExit("pool_replay: the traces hold no steps")
+    t0 = min(r["start"] for r in records)
+    grouped: dict[tuple[int, str], list[dict]] = {}
+    for r in records:
+        grouped.setdefault((r["pid"], r["src"]), []).append(r)
+    procs = []
+    for (pid, src), rows in sorted(grouped.items()):
+        rows.sort(key=lambda r: r["start"])
+        has_deps = all("index" in r and "deps" in r for r in rows)
+        steps = {}
+        for i, r in enumerate(rows):
+            index = r["index"] if has_deps else i
+            steps[index] = Step(
+                index,
+                r["step"],
+                r.get("arch", ""),
+                r["end"] - r["start"],
+                set(r.get("deps", ())),
+                dict(r.get("written", {})),
+            )
+        if has_deps:
+            for s in steps.values():
+                s.deps &= set(steps)  # steps the trace does not hold (cache hits of
+                # another run, an interrupt) do not hold the others back
+        else:
+            _kind_deps(steps)
+        procs.append(Process(pid, src, rows[0]["start"] - t0, steps))
+    return procs
+
+
+def _users(proc: Process) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = {}
+    for s in proc.steps.values():
+        for dep in s.deps:
+            users.setdefault(dep, []).append(s.index)
+    return users
+
+
+def critical_path(proc: Process) -> float:
+    seconds = {str(i): s.seconds for i, s in proc.steps.items()}
+    chains = slots.chains({i: str(i) for i in proc.steps}, _users(proc), seconds)
+    return max(chains.values(), default=0.0)
+
+
+def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
+    """The wall of the build replayed on `cores` slots by `rule` (one of RULES)."""
+    if rule not in RULES:
+        raise ValueError(f"rule {rule!r}: expected one of {', '.join(RULES)}")
+    for p in procs:
+        p.done, p.running, p.started = set(), set(), {}
+        planned: dict[str, int] = {}
+        for s in p.steps.values():
+            for role in s.written:
+                kind = role.partition(":")[0]
+                planned[kind] = planned.get(kind, 0) + 1
+        p.estimates = slots.Estimates(planned=planned)
+    users = {p.pid: _users(p) for p in procs}
+    known = {p.pid: {i: s.seconds for i, s in p.steps.items()} for p in procs}
+    order: Callable[[float, Process], tuple]
+    if rule == "held":
+        order = lambda chain, p: (-round(chain * 1000), len(p.running), p.pid)  # noqa: E731
+    else:
+        order = lambda chain, p: (-round(chain * 1000), p.pid)  # noqa: E731
+    ends: list[tuple[float, int, int, int]] = []  # (end, seq, pid, step)
+    by_pid = {p.pid: p for p in procs}
+    now, seq = 0.0, 0
+    while not all(p.finished for p in procs):
+        live = [p for p in procs if p.arrival <= now and not p.finished]
+        ready: dict[int, list[tuple[float, int]]] = {}
+        for p in live:
+            assert p.estimates is not None
+            others = [q.estimates.seen() for q in live if q is not p and q.estimates]
+            shared: dict[str, list[float]] = {}
+            for seen in others:
+                for kind, value in seen.items():
+                    shared.setdefault(kind, []).append(value)
+            p.estimates.shared = {k: statistics.median(v) for k, v in shared.items()}
+            kinds = {i: s.kind for i, s in p.steps.items()}
+            seconds = {k: p.estimates.seconds(k, now) for k in set(kinds.values())}
+            mine = known[p.pid] if rule == "known" else None
+            chain = slots.chains(kinds, users[p.pid], seconds, mine)
+            waiting = [
+                (chain[i], i)
+                for i, s in p.steps.items()
+                if i not in p.done and i not in p.running and s.deps <= p.done
+            ]
+            if waiting:
+                ready[p.pid] = sorted(waiting, key=lambda w: (-w[0], w[1]))  # as run_dag
+        free = cores - len(ends)
+        while free > 0 and ready:
+            pid = min(ready, key=lambda q: order(ready[q][0][0], by_pid[q]))
+            p = by_pid[pid]
+            _, index = ready[pid].pop(0)
+            if not ready[pid]:
+                del ready[pid]
+            p.running.add(index)
+            p.started[index] = now
+            assert p.estimates is not None
+            p.estimates.started(index, p.steps[index].kind, now)
+            heapq.heappush(ends, (now + p.steps[index].seconds, seq, pid, index))
+            seq += 1
+            free -= 1
+        arrivals = [p.arrival for p in procs if p.arrival > now]
+        next_end = ends[0][0] if ends else float("inf")
+        now = min([next_end, *arrivals])
+        while ends and ends[0][0] <= now:
+            _, _, pid, index = heapq.heappop(ends)
+            p = by_pid[pid]
+            p.running.discard(index)
+            p.done.add(index)
+            assert p.estimates is not None
+            p.estimates.finished(index, now, p.steps[index].written)
+    return now
+
+
+def measured(paths: Sequence[pathlib.Path]) -> float:
+    records = []
+    for path in paths:
+        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return max(r["end"] for r in records) - min(r["start"] for r in records)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("traces", nargs="+", type=pathlib.Path, help="nvcc-split --trace files")
+    p.add_argument("--cores", type=int, default=16, help="slots to replay on (default 16)")
+    p.add_argument(
+        "--rules",
+        default=",".join(RULES),
+        help=f"comma-separated rules to replay (default: {','.join(RULES)})",
+    )
+    args = p.parse_args(argv)
+    rules = [r for r in args.rules.split(",") if r]
+    bad = [r for r in rules if r not in RULES]
+    if bad:
+        p.error(f"--rules: {', '.join(bad)} unknown; expected some of {', '.join(RULES)}")
+    if args.cores < 1:
+        p.error(f"--cores {args.cores}: expected at least 1")
+    procs = load(args.traces)
+    total = sum(s.seconds for q in procs for s in q.steps.values())
+    bound = max(total / args.cores, max(critical_path(q) for q in procs))
+    wall = measured(args.traces)
+    print(f"{len(procs)} files, {total:.1f} step seconds, bound {bound:.1f} s")
+    print("| rule | wall s | ÷ bound |")
+    print("|---|---|---|")
+    print(f"| measured | {wall:.1f} | {wall / bound:.3f} |")
+    for rule in rules:
+        replayed = replay(procs, args.cores, rule)
+        print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""benchmarks/pool_replay.py: a trace replayed by the pool's rules, on cases whose
+schedules can be worked out by hand; traces without deps get them from the kinds."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import pool_replay  # noqa: E402
+
+
+def _write(path, files: dict[int, list[tuple[str, str, float]]], with_deps: bool = True):
+    """files: pid -> [(kind, arch, seconds)], each step after the one before."""
+    lines = []
+    for pid, steps in files.items():
+        t = 100.0
+        for i, (kind, arch, seconds) in enumerate(steps):
+            row = {"pid": pid, "src": f"/w/{pid}.cu", "step": kind, "arch": arch}
+            row |= {"start": t, "end": t + seconds, "rc": 0, "cache": "miss"}
+            if with_deps:
+                row |= {"index": i, "deps": [i - 1] if i else [], "written": {}}
+            lines.append(json.dumps(row))
+            t += seconds
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_heavy_file_with_the_highest_pid_waits_unless_its_durations_are_known(tmp_path):
+    # Three light files (cicc 1 s, ptxas 1 s) and a heavy one (10 s, 10 s), 2 cores.
+    # pid: the light files' lower pids take the first slots, and the heavy one's cicc
+    # shares the second round (t=1): 1 + 10 + 10 = 21 s. known: it starts at once: 20 s.
+    light = [("cicc", "compute_90", 1.0), ("ptxas", "sm_90", 1.0)]
+    heavy = [("cicc", "compute_90", 10.0), ("ptxas", "sm_90", 10.0)]
+    trace = _write(tmp_path / "t.jsonl", {1: light, 2: light, 3: light, 4: heavy})
+    procs = pool_replay.load([trace])
+    assert [p.pid for p in procs] == [1, 2, 3, 4]
+    assert pool_replay.replay(procs, 2, "pid") == pytest.approx(21.0)
+    assert pool_replay.replay(procs, 2, "known") == pytest.approx(20.0)
+    assert pool_replay.replay(procs, 1, "known") == pytest.approx(26.0)  # all in a row
+    assert pool_replay.critical_path(procs[3]) == pytest.approx(20.0)
+
+
+def test_old_traces_get_their_deps_from_the_kinds(tmp_path) -> None:
+    steps = [
+        ("host_preprocess", "", 1.0),
+        ("device_preprocess", "compute_90", 1.0),
+        ("cudafe", "", 1.0),
+        ("cicc", "compute_90", 1.0),
+        ("ptxas", "sm_90", 1.0),
+        ("fatbinary", "", 1.0),
+        ("host_compile", "", 1.0),
+    ]
+    trace = _write(tmp_path / "t.jsonl", {7: steps}, with_deps=False)
+    (proc,) = pool_replay.load([trace])
+    deps = {s.kind: {proc.steps[d].kind for d in s.deps} for s in proc.steps.values()}
+    assert deps["cudafe"] == {"host_preprocess"}
+    assert deps["cicc"] == {"device_preprocess", "cudafe"}
+    assert deps["ptxas"] == {"cicc"}
+    assert deps["fatbinary"] == {"ptxas", "cicc"}
+    assert len(deps["host_compile"]) == 6
+    # host preprocess and device preprocess side by side, then five in a row.
+    assert pool_replay.replay([proc], 4, "pid") == pytest.approx(6.0)
+
+
+def test_bad_rules_and_cores_are_named(tmp_path, capsys) -> None:
+    trace = _write(tmp_path / "t.jsonl", {1: [("cicc", "compute_90", 1.0)]})
+    with pytest.raises(SystemExit):
+        pool_replay.main([str(trace), "--rules", "pid,fastest"])
+    assert "fastest" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        pool_replay.main([str(trace), "--cores", "0"])
+    assert "--cores 0" in capsys.readouterr().err
+    assert pool_replay.main([str(trace), "--cores", "2"]) == 0
+    assert "| known | 1.0 | 1.000 |" in capsys.readouterr().out
