@@ -67,7 +67,7 @@ MEASURED = (
     ("cuda_split.slots", "SlotPool.try_acquire"),
     ("cuda_split.slots", "SlotPool.announce"),
     ("cuda_split.slots", "chains"),
-    ("cuda_split.driver.executor", "_sizes"),
+    ("cuda_split.driver.executor", "sizes"),
 )
 
 
