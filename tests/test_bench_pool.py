@@ -89,6 +89,10 @@ def test_split_log_is_reported_beside_split_with_the_bound() -> None:
     assert rows[
         "split-log wall ≤ nvcc-t wall, full parallelism (target set for 16 cores; this run: 16)"
     ] == ("0.840 ×", "met")
+    # Under `taskset -c 0,1` the bound is of the two cores the run could use.
+    results["meta"]["machine"]["cores_usable"] = 2
+    rows = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
+    assert rows["split-log wall ≤ 1.10 × its CPU ÷ 2 cores"][0] == "0.131 ×"
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

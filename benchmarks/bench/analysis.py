@@ -18,6 +18,13 @@ def med(values: Iterable[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+def usable_cores(meta: dict[str, Any]) -> int | None:
+    """The cores the run could use: its affinity mask (`taskset -c 0,1` on a 16-core
+    machine: 2), else the machine's."""
+    machine = meta.get("machine", {})
+    return machine.get("cores_usable") or machine.get("cores")
+
+
 def select(results: dict[str, Any], **kw: str) -> list[dict[str, Any]]:
     return [m for m in results["measurements"] if all(m.get(k) == v for k, v in kw.items())]
 
@@ -161,7 +168,7 @@ def targets(a: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str, str
     """(target, measured, verdict) rows."""
     out: list[tuple[str, str, str]] = []
     s1 = a["s1"]
-    cores = meta.get("machine", {}).get("cores")
+    cores = usable_cores(meta)
     if "split" in s1 and "nvcc" in s1 and s1["nvcc"]["cpu_s"][0]:
         r = s1["split"]["cpu_s"][0] / s1["nvcc"]["cpu_s"][0]
         out.append(

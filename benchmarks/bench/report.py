@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from .analysis import analyze, n_repeats, targets
+from .analysis import analyze, n_repeats, targets, usable_cores
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
@@ -25,10 +25,10 @@ def split_load_note(meta: dict[str, Any]) -> str:
     if load == "auto":
         if meta.get("split_jobs") == "jobserver":
             return "; no load limit (the jobserver shares the cores)"
-        cores = meta.get("machine", {}).get("cores")
+        cores = usable_cores(meta)
         return (
-            f"; beyond a file's first step, more only while fewer than {cores} tasks "
-            "are runnable (nvcc-split's default --load-average)"
+            f"; the steps of every file share nvcc-split's slot pool of {cores} slots "
+            "(its default without a jobserver; results before 2026-11-24 used a load limit)"
         )
     if float(load) == 0:
         return "; no load limit (--load-average 0)"
