@@ -161,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import corpus  # tests/corpus.py
 
     ggml = pathlib.Path(args.corpus_dir).resolve()
+    if os.sep in args.nvcc:  # a path, not a name on PATH: it must outlive the chdir
+        args.nvcc = os.path.abspath(args.nvcc)
     os.chdir(ggml)
     work = pathlib.Path(tempfile.mkdtemp(prefix="driver-profile-"))
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
