@@ -16,6 +16,11 @@ processes. The rules replayed:
     held   the same chains, ties to the process holding fewer slots, then the lower pid
            (every file gets a step running early; tried and not adopted: see
            benchmarks/README.md)
+    ready  an oracle for what a build can learn as it goes: a step ranks by the seconds
+           it took as soon as it can start (its deps are done), the steps after it by
+           the pool's estimates; as if every cicc's weight were known when its file's
+           preprocess ends, and every ptxas and host step's from the files before it.
+           What no rule without earlier durations can beat by much
     known  every step ranked by the seconds it took (`slots.chains`' `known`), as when
            the cache's durations of an earlier build that took the same are there
 
@@ -44,7 +49,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools")
 
 from cuda_split import slots  # noqa: E402
 
-RULES = ("pid", "held", "known")
+RULES = ("pid", "held", "ready", "known")
 
 
 @dataclass
@@ -184,7 +189,11 @@ def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
             p.estimates.shared = {k: statistics.median(v) for k, v in shared.items()}
             kinds = {i: s.kind for i, s in p.steps.items()}
             seconds = {k: p.estimates.seconds(k, now) for k in set(kinds.values())}
-            mine = known[p.pid] if rule == "known" else None
+            mine = None
+            if rule == "known":
+                mine = known[p.pid]
+            elif rule == "ready":
+                mine = {i: t for i, t in known[p.pid].items() if p.steps[i].deps <= p.done}
             chain = slots.chains(kinds, users[p.pid], seconds, mine)
             waiting = [
                 (chain[i], i)

@@ -46,6 +46,20 @@ def test_a_heavy_file_with_the_highest_pid_waits_unless_its_durations_are_known(
     assert pool_replay.critical_path(procs[3]) == pytest.approx(20.0)
 
 
+def test_the_ready_oracle_knows_a_step_once_its_deps_are_done(tmp_path):
+    # Three light files (a 1 s preprocess, then a 1 s cicc) and a heavy one (1 s, then a
+    # 10 s cicc), 2 cores. pid: the cicc rank alike (the defaults), the heavy one's last:
+    # 3 + 10 = 13 s. ready: the heavy cicc is known once its preprocess ends (t=2) and
+    # goes first: 12 s. known: its preprocess goes first too: 11 s.
+    light = [("device_preprocess", "compute_90", 1.0), ("cicc", "compute_90", 1.0)]
+    heavy = [("device_preprocess", "compute_90", 1.0), ("cicc", "compute_90", 10.0)]
+    trace = _write(tmp_path / "t.jsonl", {1: light, 2: light, 3: light, 4: heavy})
+    procs = pool_replay.load([trace])
+    assert pool_replay.replay(procs, 2, "pid") == pytest.approx(13.0)
+    assert pool_replay.replay(procs, 2, "ready") == pytest.approx(12.0)
+    assert pool_replay.replay(procs, 2, "known") == pytest.approx(11.0)
+
+
 def test_old_traces_get_their_deps_from_the_kinds(tmp_path) -> None:
     steps = [
         ("host_preprocess", "", 1.0),
