@@ -154,6 +154,12 @@ def critical_path(proc: Process) -> float:
     return max(chains.values(), default=0.0)
 
 
+def longest_path(paths: Sequence[pathlib.Path]) -> float:
+    """The longest critical path of one file in the traces: the other term of the
+    machine's bound, beside the steps' seconds ÷ cores."""
+    return max((critical_path(p) for p in load(paths)), default=0.0)
+
+
 def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
     """The wall of the build replayed on `cores` slots by `rule` (one of RULES)."""
     if rule not in RULES:

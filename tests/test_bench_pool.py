@@ -19,6 +19,7 @@ import run  # noqa: E402
 from bench import analysis  # noqa: E402
 from bench.corpus import sample_sources  # noqa: E402
 from bench.measure import Occupancy  # noqa: E402
+from pool_replay import longest_path  # noqa: E402
 
 SOURCES = [f"src/f{i:02d}.cu" for i in range(40)]
 
@@ -84,15 +85,44 @@ def test_split_log_is_reported_beside_split_with_the_bound() -> None:
     a = analysis.analyze(results)
     assert set(a["s1"]) == {"nvcc-t", "split", "split-log"}
     rows = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
-    assert rows["split wall ≤ 1.10 × its CPU ÷ 16 cores"][0] == "1.125 ×"
-    assert rows["split-log wall ≤ 1.10 × its CPU ÷ 16 cores"] == ("1.050 ×", "met")
+    bound = (
+        "wall ≤ 1.10 × the bound (its CPU ÷ {} cores, or its longest file's critical path"
+        " if longer)"
+    )
+    assert rows["split " + bound.format(16)][0] == "1.125 × (80.0 s: CPU ÷ 16)"
+    assert rows["split-log " + bound.format(16)] == ("1.050 × (80.0 s: CPU ÷ 16)", "met")
     assert rows[
         "split-log wall ≤ nvcc-t wall, full parallelism (target set for 16 cores; this run: 16)"
     ] == ("0.840 ×", "met")
     # Under `taskset -c 0,1` the bound is of the two cores the run could use.
     results["meta"]["machine"]["cores_usable"] = 2
     rows = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
-    assert rows["split-log wall ≤ 1.10 × its CPU ÷ 2 cores"][0] == "0.131 ×"
+    assert rows["split-log " + bound.format(2)][0] == "0.131 × (640.0 s: CPU ÷ 2)"
+
+
+def test_the_bound_is_the_longest_files_path_where_that_is_longer(tmp_path) -> None:
+    # One heavy file: 90 s of chain against 1280 CPU s ÷ 16 = 80 s.
+    results = {
+        "meta": {"machine": {"cores": 16}},
+        "measurements": [
+            {"scenario": "1", "config": "split", "phase": "cold", "repeat": r}
+            | {"wall_s": wall, "cpu_s": 1280.0, "longest_path_s": path}
+            for r, (wall, path) in enumerate([(99.0, 90.0), (95.0, 88.0), (97.0, 92.0)])
+        ],
+    }
+    a = analysis.analyze(results)
+    assert a["s1"]["split"]["longest_path_s"] == 90.0
+    ((_, value, verdict),) = [t for t in analysis.targets(a, results["meta"]) if "bound" in t[0]]
+    assert (value, verdict) == ("1.078 × (90.0 s: the longest file's path)", "met")
+    # The path from a trace: pool_replay.longest_path (a file of two 1 s steps in a row).
+    trace = tmp_path / "t.jsonl"
+    rows = [
+        {"pid": 1, "src": "a.cu", "step": kind, "arch": "", "start": start, "end": start + 1}
+        | {"index": i, "deps": [i - 1] if i else [], "written": {}, "rc": 0}
+        for i, (kind, start) in enumerate([("cicc", 10.0), ("ptxas", 11.5)])
+    ]
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert longest_path([trace]) == 2.0
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

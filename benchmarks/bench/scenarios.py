@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pool_replay import longest_path  # benchmarks/, beside this package
+
 from . import REPO, say
 from .configs import (
     BAZEL_TARGETS,
@@ -263,6 +265,8 @@ class Bench:
             m["steps"] = table_summary(read_table(table), cccl, al) if table else {}
             if kw.get("explain"):
                 m["explain"] = explain_summary(self.raw / "logs" / run_id)
+            if kw.get("trace") and kw["trace"].is_file():
+                m["longest_path_s"] = round(longest_path([kw["trace"]]), 3)
         if config == "mono-cache":
             c = collections.Counter(f.get("cache", "?") for f in m["files"].values())
             nc = collections.Counter(
