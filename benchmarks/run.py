@@ -44,15 +44,13 @@ import sys
 from collections.abc import Sequence
 
 from bench import BENCH
-from bench.configs import BAZEL_TARGETS
+from bench.configs import BAZEL_TARGETS, CONFIGS
 from bench.merge import merge
 from bench.scenarios import Bench
 
 DEFAULT_ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
 DEFAULT_WARM_ARCHS = "sm_90"
 SMOKE_ARCHS = "sm_80,sm_90"  # --smoke: two light ggml files, two archs, one repeat
-
-CONFIGS = ("nvcc", "nvcc-t", "split", "split-log", "bazel-mono", "bazel-split")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -122,7 +120,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="configurations of scenarios 1 and 3, some of: "
         + ", ".join(CONFIGS)
         + " (nvcc also brings mono-cache; split-log: nvcc-split with an empty cache but "
-        "the durations noted by the split build before it, scenario 1 only)",
+        "the durations noted by the split build before it; split-nocache: nvcc-split "
+        "--no-cache; both scenario 1 only)",
     )
     p.add_argument("--no-bazel", action="store_true", help="skip the Bazel configurations")
     p.add_argument(

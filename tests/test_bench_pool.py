@@ -65,6 +65,7 @@ def test_unknown_configs_are_named_and_split_log_needs_split(capsys) -> None:
         run.parse_args(["--configs", "nvcc-t,split-log"])
     assert "add split" in capsys.readouterr().err
     assert run.parse_args(["--configs", "split,split-log"]).configs_list == ["split", "split-log"]
+    assert run.parse_args(["--configs", "split-nocache"]).configs_list == ["split-nocache"]
 
 
 def test_split_log_is_reported_beside_split_with_the_bound() -> None:
@@ -80,10 +81,12 @@ def test_split_log_is_reported_beside_split_with_the_bound() -> None:
             m("nvcc-t", "full", 100.0, 1600.0),
             m("split", "cold", 90.0, 1280.0),  # bound 80 s: 1.125x
             m("split-log", "log", 84.0, 1280.0),  # 1.05x
+            m("split-nocache", "nocache", 88.0, 1248.0),
         ],
     }
     a = analysis.analyze(results)
-    assert set(a["s1"]) == {"nvcc-t", "split", "split-log"}
+    assert set(a["s1"]) == {"nvcc-t", "split", "split-log", "split-nocache"}
+    assert a["s1"]["split-nocache"]["cpu_s"][0] == 1248.0
     rows = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
     bound = (
         "wall ≤ 1.10 × the bound (its CPU ÷ {} cores, or its longest file's critical path"

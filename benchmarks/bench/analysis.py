@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .configs import CONFIGS, S1_PHASES
 from .steps import HOST_KINDS, PER_ARCH_KINDS
 
 
@@ -99,11 +100,11 @@ def analyze(results: dict[str, Any]) -> dict[str, Any]:
     meta = results.get("meta", {})
     jobs = meta.get("jobs") or 1
     a: dict[str, Any] = {"s1": {}, "s2": {}, "s3": {}}
-    for config in ("nvcc", "nvcc-t", "split", "split-log", "bazel-mono", "bazel-split"):
+    for config in CONFIGS:
         # nvcc and nvcc -t: scenario 1's runs; split-log: its builds with the durations of
-        # the split build before; the others: their cold builds (an empty cache), in
-        # scenario 1 or 3.
-        phase = {"nvcc": "full", "nvcc-t": "full", "split-log": "log"}.get(config, "cold")
+        # the split build before; split-nocache: without a cache; the others: their cold
+        # builds (an empty cache), in scenario 1 or 3.
+        phase = S1_PHASES.get(config, "cold")
         ms = select(results, config=config, phase=phase)
         if ms:
             a["s1"][config] = {
@@ -179,7 +180,7 @@ def targets(a: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str, str
                 verdict(r <= 1.03, f"{100 * (r - 1.03):+.1f} points over"),
             )
         )
-    for split in ("split", "split-log"):
+    for split in ("split", "split-log", "split-nocache"):
         for ref in ("nvcc", "nvcc-t"):
             if split in s1 and ref in s1 and s1[ref]["wall_s"][0]:
                 r = s1[split]["wall_s"][0] / s1[ref]["wall_s"][0]

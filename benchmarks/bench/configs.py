@@ -24,6 +24,12 @@ from cuda_split import plan as planlib
 from .corpus import Job
 from .measure import JobResult, Proc, run_measured
 
+# The configurations of scenarios 1 and 3, in the order a repeat runs them (rotated from
+# one repeat to the next), and the phase of the runs scenario 1 reports for each (the
+# others: "cold", an empty cache).
+CONFIGS = ("nvcc", "nvcc-t", "split", "split-log", "split-nocache", "bazel-mono", "bazel-split")
+S1_PHASES = {"nvcc": "full", "nvcc-t": "full", "split-log": "log", "split-nocache": "nocache"}
+
 SMOKE_BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/saxpy:saxpy")
 BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/...")
 # The rules' actions that run once per arch (cuda_split.plan's table of mnemonics).

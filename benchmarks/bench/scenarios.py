@@ -22,6 +22,7 @@ from pool_replay import longest_path  # benchmarks/, beside this package
 from . import REPO, say
 from .configs import (
     BAZEL_TARGETS,
+    CONFIGS,
     SMOKE_BAZEL_TARGETS,
     Bazel,
     Ctx,
@@ -295,11 +296,7 @@ class Bench:
 
     def scenarios_1_3(self, repeat: int) -> None:
         s1, s3 = "1" in self.args.scenarios, "3" in self.args.scenarios
-        configs = [
-            c
-            for c in ("nvcc", "nvcc-t", "split", "split-log", "bazel-mono", "bazel-split")
-            if c in self.args.configs_list
-        ]
+        configs = [c for c in CONFIGS if c in self.args.configs_list]
         if not self.bazel:
             configs = [c for c in configs if not c.startswith("bazel")]
         if s3 and not s1:
@@ -318,6 +315,11 @@ class Bench:
             elif config == "split-log":
                 if s1:
                     self.log_run(repeat)
+            elif config == "split-nocache":
+                if s1:
+                    m = self.run_corpus("1", "split", "nocache", repeat, self.jobs_list, self.archs)
+                    m["config"] = "split-nocache"
+                    self.record(m)
             else:
                 self.record(
                     self.run_corpus("1", config, "full", repeat, self.jobs_list, self.archs)
