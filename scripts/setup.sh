@@ -185,6 +185,14 @@ install_project() {
     echo "$want" >"$stamp"
 }
 
+# The tools' bytecode, as a non-editable install writes it: every nvcc-split process
+# imports cuda_split, and compiling its sources costs about 0.08 CPU s a compile where
+# Python may not write bytecode itself (PYTHONDONTWRITEBYTECODE, a read-only checkout).
+# Quick when it is current (compileall checks each source's mtime).
+compile_tools() {
+    "$PY" -m compileall -q tools/cuda_split >/dev/null
+}
+
 # rules_cc as packaged is newer than Bazel 4.2.3: two files load use_cpp_toolchain, which
 # 4.2.3's @bazel_tools lacks. The copy asks for the C++ toolchain type directly instead.
 make_rules_cc() {
@@ -330,6 +338,7 @@ install_cuda_wheels
 normalize_sdk_mtimes "$SDK_DIR"
 install_dev_tools
 install_project
+compile_tools
 make_rules_cc
 make_remote_coverage_tools
 write_bazelrc_user

@@ -179,10 +179,43 @@ def test_header_notes_are_kept_per_file_status(tmp_path, monkeypatch) -> None:
     assert fresh is not None and fresh[1] is True and fresh[0] != digest[0]
     assert cache.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")
 
-    (note_file,) = [p for p in (tmp_path / "cache" / "files").rglob("*") if p.is_file()]
-    note_file.write_text(note_file.read_text().replace(fresh[0], "zz" * 32))
-    assert header_digest(str(header), cache, {}) == fresh  # read again, not trusted
-    assert cache.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")
+    # One log for the directory, a line per note; the next process reads the latest.
+    (log,) = [p for p in (tmp_path / "cache" / "files").rglob("*") if p.is_file()]
+    assert len(log.read_text().splitlines()) == 2
+    again = cachelib.Cache(str(tmp_path / "cache"))
+    assert again.file_note(str(header), os.stat(header)) == (fresh[0], "1", "0")
+
+    log.write_text(log.read_text().replace(fresh[0], "0" * 64))  # a damaged line
+    again = cachelib.Cache(str(tmp_path / "cache"))
+    assert again.file_note(str(header), os.stat(header)) is None  # not trusted
+    assert header_digest(str(header), again, {}) == fresh  # read again, noted again
+    assert cachelib.Cache(str(tmp_path / "cache")).file_note(str(header), os.stat(header)) == (
+        fresh[0],
+        "1",
+        "0",
+    )
+
+
+def test_header_note_logs_are_rewritten_when_mostly_outdated(tmp_path, monkeypatch) -> None:
+    """A directory's log gets a line per new status of a file; once outdated lines
+    outnumber the files by FILE_NOTES_SLACK, the next reader rewrites it with the latest
+    line of each file, and the notes read back the same."""
+    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
+    monkeypatch.setattr(cachelib, "FILE_NOTES_SLACK", 4)
+    headers = [tmp_path / f"h{i}.h" for i in range(3)]
+    cache = cachelib.Cache(str(tmp_path / "cache"))  # one process: it reads the log once
+    for n in range(4):
+        for h in headers:
+            h.write_text(f"#define V {n}\n")
+            cache.remember_file(str(h), os.stat(h), ("a" * 64, "0", str(n % 2)))
+    (log,) = [p for p in (tmp_path / "cache" / "files").rglob("*") if p.is_file()]
+    assert len(log.read_text().splitlines()) == 12
+    fresh = cachelib.Cache(str(tmp_path / "cache"))
+    assert [fresh.file_note(str(h), os.stat(h)) for h in headers] == [("a" * 64, "0", "1")] * 3
+    assert len(log.read_text().splitlines()) == 3
+    assert [
+        cachelib.Cache(str(tmp_path / "cache")).file_note(str(h), os.stat(h)) for h in headers
+    ] == [("a" * 64, "0", "1")] * 3
 
 
 def test_durations_are_noted_per_source_and_merged(tmp_path) -> None:

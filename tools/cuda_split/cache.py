@@ -16,7 +16,8 @@ entries go first (under an flock, so that concurrent processes evict once).
 
 Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `files/`
 notes of headers (digest, the macros they name) per (path, device, inode, size, mtime,
-ctime), like ccache's inode cache, so that a compile does not read every header; `last/`
+ctime), like ccache's inode cache, so that a compile does not read every header: one
+append-only log per header directory, a line per note with its own check; `last/`
 keeps, per (source, step kind, arch), the parts of the last key, for `--explain`;
 `durations/` the seconds each step of a source ran the last time it ran (JSON, per
 source), like Ninja's build log: the slot pool ranks the next build's steps by them, so
@@ -47,6 +48,9 @@ MAGIC = b"CUDASPLIT2\n"
 MAGIC_V1 = b"CUDASPLIT1\n"
 # Files changed more recently than this many seconds are not noted (Cache.remember_file).
 FILE_NOTE_MIN_AGE = 2.0
+# Outdated lines a directory's note log may hold beyond one per file before it is
+# rewritten (Cache._dir_notes).
+FILE_NOTES_SLACK = 64
 # Part of every key: bump it when the entry layout or key recipe changes.
 KEY_VERSION = "cuda-split-cache-2"
 DEFAULT_MAX_SIZE = 5 * 1000**3
@@ -157,6 +161,11 @@ def _replace_quickly(path: str, data: bytes) -> None:
         raise
 
 
+def _line_check(body: str) -> str:
+    """A note line's check: a torn or damaged line is not trusted."""
+    return hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def encode_entry(files: Mapping[str, bytes], meta: Mapping[str, object]) -> bytes:
     header = json.dumps(
         {"files": [[name, len(data)] for name, data in files.items()], "meta": dict(meta)},
@@ -205,6 +214,8 @@ class Cache:
         self.root = os.path.abspath(root)
         self.max_size = max_size
         self._tool_digests: dict[tuple[str, int, int], str] = {}
+        # Directory -> its files' notes (file_note), as read and written by this process.
+        self._notes: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
         # Why the cache cannot be written ("" while it can): a full disk, a read-only
         # file system, no permission. The compile goes on uncached; `warn` says it once.
         self.unwritable = ""
@@ -406,14 +417,10 @@ class Cache:
     def file_note(self, path: str, st: os.stat_result) -> tuple[str, ...] | None:
         """What `remember_file` noted of the file at `path` while it had the status
         `st` (same device, inode, size, mtime and ctime), else None."""
-        try:
-            with open(self._file_note_path(path), encoding="utf-8") as f:
-                fields = f.read().split("\n")
-        except (OSError, UnicodeDecodeError):
+        found = self._dir_notes(os.path.dirname(path)).get(path)
+        if found is None or found[0] != _stat_ident(st):
             return None
-        if len(fields) < 3 or fields[0] != path or fields[1] != _stat_ident(st):
-            return None
-        return tuple(fields[2].split(" "))
+        return found[1]
 
     def remember_file(self, path: str, st: os.stat_result, note: Sequence[str]) -> None:
         """Note words of the file at `path` with the status `st` (a header's digest and
@@ -422,12 +429,65 @@ class Cache:
         change within the file system's timestamp granularity would go unseen."""
         if time.time() - max(st.st_mtime, st.st_ctime) < FILE_NOTE_MIN_AGE:
             return
-        text = f"{path}\n{_stat_ident(st)}\n{' '.join(note)}\n"
-        self._write(self._file_note_path(path), text.encode(), durable=False)
+        if any(c in path for c in "\t\n") or self.unwritable:
+            return
+        ident, words = _stat_ident(st), tuple(note)
+        notes = self._dir_notes(os.path.dirname(path))
+        if notes.get(path) == (ident, words):
+            return
+        body = f"{path}\t{ident}\t{' '.join(words)}"
+        line = f"{body}\t{_line_check(body)}\n".encode("utf-8", "surrogateescape")
+        log = self._file_notes_path(os.path.dirname(path))
+        try:
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)  # one write: appends of other processes do not mix in
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self._cannot_write(e)
+            return
+        with self._write_lock:
+            notes[path] = (ident, words)
 
-    def _file_note_path(self, path: str) -> str:
-        h = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+    def _file_notes_path(self, directory: str) -> str:
+        h = hashlib.sha256(directory.encode("utf-8", "surrogateescape")).hexdigest()
         return os.path.join(self.root, "files", h[:2], h[2:32])
+
+    def _dir_notes(self, directory: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The notes of the files in `directory`: path -> (status, words), read once per
+        process from the directory's log (a compile's headers come from a few dozen
+        directories: a few dozen reads, not one per header). Lines that do not check
+        are skipped; a log with many outdated lines is rewritten with the latest ones."""
+        with self._write_lock:
+            found = self._notes.get(directory)
+        if found is not None:
+            return found
+        log = self._file_notes_path(directory)
+        notes: dict[str, tuple[str, tuple[str, ...]]] = {}
+        lines = 0
+        try:
+            with open(log, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b""
+        for raw in data.split(b"\n"):
+            body, _, check = raw.decode("utf-8", "surrogateescape").rpartition("\t")
+            fields = body.split("\t")
+            if len(fields) != 3 or check != _line_check(body):
+                continue
+            lines += 1
+            notes[fields[0]] = (fields[1], tuple(fields[2].split(" ")))
+        if lines > 2 * len(notes) + FILE_NOTES_SLACK and not self.unwritable:
+            text = "".join(
+                f"{b}\t{_line_check(b)}\n"
+                for b in (f"{p}\t{i}\t{' '.join(w)}" for p, (i, w) in notes.items())
+            )
+            with contextlib.suppress(OSError):  # an append meanwhile is lost: noted again
+                _replace_quickly(log, text.encode("utf-8", "surrogateescape"))
+        with self._write_lock:
+            return self._notes.setdefault(directory, notes)
 
     def _last_path(self, ident: str) -> str:
         return os.path.join(
