@@ -57,7 +57,8 @@ def summary(run: dict[str, Any]) -> dict[str, float]:
 
 def steps_running(trace: pathlib.Path, step: float = 0.5) -> dict[str, list[tuple[float, int]]]:
     """From an nvcc-split --trace file: per step kind, (time, steps of that kind running)."""
-    records = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    lines = trace.read_text().splitlines()
+    records = [r for r in (json.loads(line) for line in lines if line.strip()) if "step" in r]
     if not records:
         return {}
     t0 = min(r["start"] for r in records)

@@ -104,11 +104,30 @@ def _kind_deps(steps: dict[int, Step]) -> None:
             s.deps = set()
 
 
+def steps_of(path: pathlib.Path) -> list[dict]:
+    """The step lines of an nvcc-split --trace (not the processes' closing lines)."""
+    lines = path.read_text().splitlines()
+    return [r for r in (json.loads(line) for line in lines if line.strip()) if "step" in r]
+
+
+def driver_cpu(paths: Sequence[pathlib.Path]) -> float | None:
+    """The CPU seconds of nvcc-split's processes themselves (their closing lines' own
+    CPU: threads, start-up, imports; not the tools they ran), None if the traces have no
+    such lines (written before nvcc-split wrote them)."""
+    own = [
+        float(r["driver_cpu"])
+        for path in paths
+        for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+        if "driver_cpu" in r
+    ]
+    return sum(own) if own else None
+
+
 def load(paths: Sequence[pathlib.Path]) -> list[Process]:
     """The traces' processes (one per pid and source), times from the earliest step."""
     records = []
     for path in paths:
-        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        records += steps_of(path)
     if not records:
         raise SystemExit("pool_replay: the traces hold no steps")
     t0 = min(r["start"] for r in records)
@@ -238,7 +257,7 @@ def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
 def measured(paths: Sequence[pathlib.Path]) -> float:
     records = []
     for path in paths:
-        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        records += steps_of(path)
     return max(r["end"] for r in records) - min(r["start"] for r in records)
 
 

@@ -15,8 +15,9 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import occupancy  # noqa: E402
+import pool_replay  # noqa: E402
 import run  # noqa: E402
-from bench import analysis  # noqa: E402
+from bench import analysis, report  # noqa: E402
 from bench.corpus import sample_sources  # noqa: E402
 from bench.measure import Occupancy  # noqa: E402
 from pool_replay import longest_path  # noqa: E402
@@ -124,8 +125,26 @@ def test_the_bound_is_the_longest_files_path_where_that_is_longer(tmp_path) -> N
         | {"index": i, "deps": [i - 1] if i else [], "written": {}, "rc": 0}
         for i, (kind, start) in enumerate([("cicc", 10.0), ("ptxas", 11.5)])
     ]
+    # The processes' closing lines (their own CPU) are not steps.
+    rows += [{"pid": 1, "src": "a.cu", "driver_cpu": 0.25, "end": 12.6}]
+    rows += [{"pid": 2, "src": "b.cu", "driver_cpu": 0.5, "end": 12.7}]
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert longest_path([trace]) == 2.0
+    assert pool_replay.driver_cpu([trace]) == 0.75
+
+
+def test_the_report_notes_nvcc_splits_own_cpu() -> None:
+    results = {
+        "meta": {"machine": {"cores": 2}},
+        "measurements": [
+            {"scenario": "1", "config": "split", "phase": "cold", "repeat": r}
+            | {"wall_s": 80.0, "cpu_s": 150.0, "driver_cpu_s": own}
+            for r, own in enumerate([3.0, 2.0, 4.0])
+        ],
+    }
+    a = analysis.analyze(results)
+    assert a["s1"]["split"]["driver_cpu_s"] == 3.0
+    assert "nvcc-split's own CPU 3.0 s" in "\n".join(report.scenario_1(a["s1"]))
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

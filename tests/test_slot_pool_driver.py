@@ -15,6 +15,9 @@ import types
 from conftest import REPO
 from cuda_split import driver, slots
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+import pool_replay  # noqa: E402
+
 
 def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:
     """As much of driver.Node as run_dag reads, with a step kind."""
@@ -164,7 +167,13 @@ def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
     pool = tmp_path / "pool"
     proc = _driver(sdk, tmp_path, "--trace", str(trace), "--slot-pool", str(pool))
     assert f"each with a slot of {pool}" in proc.stderr
-    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    *records, closing = [json.loads(line) for line in trace.read_text().splitlines()]
+    # The last line is the process's own: its CPU seconds, not its tools'.
+    assert set(closing) == {"pid", "src", "driver_cpu", "end"}
+    assert closing["pid"] == records[0]["pid"] and closing["end"] >= records[-1]["end"]
+    assert 0 < closing["driver_cpu"] < 5
+    assert pool_replay.driver_cpu([trace]) == closing["driver_cpu"]
+    assert len(pool_replay.steps_of(trace)) == len(records)
     steps = sorted((r["step"], r["arch"]) for r in records)
     assert ("cicc", "compute_80") in steps and ("cicc", "compute_90") in steps
     assert ("ptxas", "sm_80") in steps and ("ptxas", "sm_90") in steps

@@ -5,8 +5,8 @@ for every configuration and repeat, and the result files written after each meas
 from __future__ import annotations
 
 import argparse
-import compileall
 import collections
+import compileall
 import datetime
 import json
 import os
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pool_replay import longest_path  # benchmarks/, beside this package
+from pool_replay import driver_cpu, longest_path  # benchmarks/, beside this package
 
 from . import REPO, say
 from .configs import (
@@ -273,6 +273,9 @@ class Bench:
                 m["explain"] = explain_summary(self.raw / "logs" / run_id)
             if kw.get("trace") and kw["trace"].is_file():
                 m["longest_path_s"] = round(longest_path([kw["trace"]]), 3)
+                own = driver_cpu([kw["trace"]])
+                if own is not None:
+                    m["driver_cpu_s"] = round(own, 3)
         if config == "mono-cache":
             c = collections.Counter(f.get("cache", "?") for f in m["files"].values())
             nc = collections.Counter(

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
-from cuda_split.driver.common import Unsplittable, say
+from cuda_split.driver.common import Unsplittable, append_json_line, say
 from cuda_split.driver.dag import build_dag
 from cuda_split.driver.executor import load_limit, open_pool
 from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dependency_text
@@ -194,7 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     inv = analyze(args)
     started = time.time()
     try:
-        return _run(opts, inv, args)
+        rc = _run(opts, inv, args)
+        if opts.trace:
+            _trace_process(opts.trace, inv)
+        return rc
     except KeyboardInterrupt:
         # make deletes a target whose recipe was interrupted: so do we, for the object
         # this run began to write, so that no half-written one is left behind.
@@ -204,6 +208,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     os.unlink(inv.output)
         say("interrupted")
         return 130
+
+
+def _trace_process(trace: str, inv: Invocation) -> None:
+    """The process's line of --trace: its own CPU seconds (its threads, the interpreter's
+    start and imports; not its steps' tools), what nvcc-split adds to the build's."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    record = {
+        "pid": os.getpid(),
+        "src": inv.inputs[0] if inv.inputs else "",
+        "driver_cpu": round(own.ru_utime + own.ru_stime, 3),
+        "end": round(time.time(), 6),
+    }
+    with contextlib.suppress(OSError):  # the steps' lines said it once
+        append_json_line(trace, record)
 
 
 def print_stats(driver_argv: Sequence[str]) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import sys
 
 from cuda_split import plan as planlib
@@ -56,3 +58,14 @@ def say(text: str) -> None:
     # One write per line: workers may speak at once.
     sys.stderr.write(f"{PROG}: {text}\n")
     sys.stderr.flush()
+
+
+def append_json_line(path: str, record: dict[str, object]) -> None:
+    """Append `record` to the file at `path` as one JSON line, in one write with O_APPEND:
+    the lines of a build's processes do not mix. Raises OSError."""
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

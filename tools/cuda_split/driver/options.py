@@ -103,7 +103,8 @@ def _driver_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append a JSON line per step run to FILE (pid, source, step, arch, cache, "
         "start and end in seconds since the epoch, its index and deps in the file's steps, "
-        "the bytes it wrote): one file for a whole build's processes",
+        "the bytes it wrote), and one as the process ends (pid, source, driver_cpu: its "
+        "own CPU seconds, end): one file for a whole build's processes",
     )
     p.add_argument(
         "--cache-dir",

@@ -16,7 +16,7 @@ from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
-from cuda_split.driver.common import PROG, Node, replay, say
+from cuda_split.driver.common import PROG, Node, append_json_line, replay, say
 from cuda_split.driver.dag import _role_file_name
 from cuda_split.driver.executor import load_limit, run_dag, sizes
 from cuda_split.driver.options import Options
@@ -124,14 +124,8 @@ class Runner:
             "start": round(start, 6),
             "end": round(end, 6),
         }
-        line = (json.dumps(record, sort_keys=True) + "\n").encode()
         try:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-            fd = os.open(self.opts.trace, flags, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            append_json_line(self.opts.trace, record)
         except OSError as e:
             with self._lock:
                 if not self._trace_warned:
