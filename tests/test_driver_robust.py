@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from conftest import REPO
@@ -194,6 +195,41 @@ def test_header_notes_are_kept_per_file_status(tmp_path, monkeypatch) -> None:
         "1",
         "0",
     )
+
+
+def test_concurrent_compiles_read_a_header_and_a_tool_once(tmp_path, monkeypatch) -> None:
+    """Two processes (two Cache objects: flocks of two open files) that need the same
+    header's note, or the same tool's digest, at once: one reads it, the other waits for
+    its note and reads the note."""
+    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
+    header = tmp_path / "h.h"
+    header.write_text("#define V 1\n")
+    reads: list[str] = []
+
+    def read() -> tuple[str, str, str]:
+        reads.append("h.h")
+        time.sleep(0.3)  # long enough for the other to find the note unwritten
+        return ("a" * 64, "0", "0")
+
+    hashed = cachelib.sha256_file
+    monkeypatch.setattr(
+        cachelib, "sha256_file", lambda p: (reads.append(p), time.sleep(0.3), hashed(p))[2]
+    )
+    caches = [cachelib.Cache(str(tmp_path / "cache")) for _ in range(2)]
+    found: list[object] = []
+
+    def compile_(cache: cachelib.Cache) -> None:
+        found.append(cache.noted(str(header), os.stat(header), read))
+        found.append(cache.tool_digest(sys.executable))
+
+    threads = [threading.Thread(target=compile_, args=(c,)) for c in caches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert reads == ["h.h", os.path.realpath(sys.executable)]
+    assert found.count(("a" * 64, "0", "0")) == 2
+    assert found.count(hashed(os.path.realpath(sys.executable))) == 2
 
 
 def test_header_note_logs_are_rewritten_when_mostly_outdated(tmp_path, monkeypatch) -> None:

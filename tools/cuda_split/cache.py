@@ -216,6 +216,7 @@ class Cache:
         self._tool_digests: dict[tuple[str, int, int], str] = {}
         # Directory -> its files' notes (file_note), as read and written by this process.
         self._notes: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+        self._notes_read: dict[str, tuple[int, int]] = {}  # directory -> (inode, offset)
         # Why the cache cannot be written ("" while it can): a full disk, a read-only
         # file system, no permission. The compile goes on uncached; `warn` says it once.
         self.unwritable = ""
@@ -400,6 +401,30 @@ class Cache:
         note = os.path.join(
             self.root, "tools", hashlib.sha256(real.encode()).hexdigest()[:32] + ".json"
         )
+        found = self._tool_note(note, ident)
+        if found is not None:
+            return found
+        # One process of the build reads the tool (cicc: 100 MB), the others wait for
+        # its note: the first compiles of a build all start at once.
+        lock = -1
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(note), exist_ok=True)
+            lock = os.open(note[: -len(".json")] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            found = self._tool_note(note, ident)
+            if found is not None:
+                return found
+            digest = sha256_file(real)
+            record = {"path": real, "mtime_ns": st.st_mtime_ns, "size": st.st_size}
+            self._write(note, json.dumps(record | {"sha256": digest}).encode())
+            self._tool_digests[ident] = digest
+            return digest
+        finally:
+            if lock >= 0:
+                os.close(lock)
+
+    def _tool_note(self, note: str, ident: tuple[str, int, int]) -> str | None:
         try:
             with open(note) as f:
                 saved = json.load(f)
@@ -408,11 +433,7 @@ class Cache:
                 return saved["sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
-        digest = sha256_file(real)
-        record = {"path": real, "mtime_ns": st.st_mtime_ns, "size": st.st_size, "sha256": digest}
-        self._write(note, json.dumps(record).encode())
-        self._tool_digests[ident] = digest
-        return digest
+        return None
 
     def file_note(self, path: str, st: os.stat_result) -> tuple[str, ...] | None:
         """What `remember_file` noted of the file at `path` while it had the status
@@ -422,34 +443,81 @@ class Cache:
             return None
         return found[1]
 
+    def noted(
+        self, path: str, st: os.stat_result, read: Callable[[], Sequence[str]]
+    ) -> tuple[str, ...]:
+        """The note of the file at `path` with the status `st`: found, or `read()` and
+        noted (remember_file). While one process reads a file, the build's others wait
+        for its note instead of reading the file too (the log's flock): the first
+        compiles of a build all start on the same few hundred headers."""
+        found = self.file_note(path, st)
+        if found is not None:
+            return found
+        if not self._may_note(path, st):
+            return tuple(read())
+        directory = os.path.dirname(path)
+        log = self._file_notes_path(directory)
+        try:
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+            fd = os.open(log, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            self._cannot_write(e)
+            return tuple(read())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._read_notes(directory, fd)  # what others noted meanwhile
+            found = self.file_note(path, st)
+            if found is not None:
+                return found
+            note = tuple(read())
+            self._append_note(directory, fd, path, st, note)
+            return note
+        finally:
+            os.close(fd)  # and with it the lock
+
     def remember_file(self, path: str, st: os.stat_result, note: Sequence[str]) -> None:
         """Note words of the file at `path` with the status `st` (a header's digest and
         what it names), as ccache's inode cache does: read again only once it changes.
         A file changed in the last FILE_NOTE_MIN_AGE seconds is not noted: a second
         change within the file system's timestamp granularity would go unseen."""
-        if time.time() - max(st.st_mtime, st.st_ctime) < FILE_NOTE_MIN_AGE:
+        if not self._may_note(path, st):
             return
-        if any(c in path for c in "\t\n") or self.unwritable:
+        directory = os.path.dirname(path)
+        notes = self._dir_notes(directory)
+        if notes.get(path) == (_stat_ident(st), tuple(note)):
             return
-        ident, words = _stat_ident(st), tuple(note)
-        notes = self._dir_notes(os.path.dirname(path))
-        if notes.get(path) == (ident, words):
-            return
-        body = f"{path}\t{ident}\t{' '.join(words)}"
-        line = f"{body}\t{_line_check(body)}\n".encode("utf-8", "surrogateescape")
-        log = self._file_notes_path(os.path.dirname(path))
+        log = self._file_notes_path(directory)
         try:
             os.makedirs(os.path.dirname(log), exist_ok=True)
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)  # one write: appends of other processes do not mix in
-            finally:
-                os.close(fd)
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            self._cannot_write(e)
+            return
+        try:
+            self._append_note(directory, fd, path, st, tuple(note))
+        finally:
+            os.close(fd)
+
+    def _may_note(self, path: str, st: os.stat_result) -> bool:
+        return (
+            time.time() - max(st.st_mtime, st.st_ctime) >= FILE_NOTE_MIN_AGE
+            and not any(c in path for c in "\t\n")
+            and not self.unwritable
+        )
+
+    def _append_note(
+        self, directory: str, fd: int, path: str, st: os.stat_result, note: tuple[str, ...]
+    ) -> None:
+        ident = _stat_ident(st)
+        body = f"{path}\t{ident}\t{' '.join(note)}"
+        line = f"{body}\t{_line_check(body)}\n".encode("utf-8", "surrogateescape")
+        try:
+            os.write(fd, line)  # one write, O_APPEND: appends of others do not mix in
         except OSError as e:
             self._cannot_write(e)
             return
         with self._write_lock:
-            notes[path] = (ident, words)
+            self._notes.setdefault(directory, {})[path] = (ident, note)
 
     def _file_notes_path(self, directory: str) -> str:
         h = hashlib.sha256(directory.encode("utf-8", "surrogateescape")).hexdigest()
@@ -458,27 +526,25 @@ class Cache:
     def _dir_notes(self, directory: str) -> dict[str, tuple[str, tuple[str, ...]]]:
         """The notes of the files in `directory`: path -> (status, words), read once per
         process from the directory's log (a compile's headers come from a few dozen
-        directories: a few dozen reads, not one per header). Lines that do not check
-        are skipped; a log with many outdated lines is rewritten with the latest ones."""
+        directories: a few dozen reads, not one per header), then as `noted` finds
+        them. Lines that do not check are skipped; a log with many outdated lines is
+        rewritten with the latest ones."""
         with self._write_lock:
             found = self._notes.get(directory)
         if found is not None:
             return found
         log = self._file_notes_path(directory)
-        notes: dict[str, tuple[str, tuple[str, ...]]] = {}
-        lines = 0
         try:
-            with open(log, "rb") as f:
-                data = f.read()
+            fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            data = b""
-        for raw in data.split(b"\n"):
-            body, _, check = raw.decode("utf-8", "surrogateescape").rpartition("\t")
-            fields = body.split("\t")
-            if len(fields) != 3 or check != _line_check(body):
-                continue
-            lines += 1
-            notes[fields[0]] = (fields[1], tuple(fields[2].split(" ")))
+            with self._write_lock:
+                return self._notes.setdefault(directory, {})
+        try:
+            lines = self._read_notes(directory, fd)
+        finally:
+            os.close(fd)
+        with self._write_lock:
+            notes = dict(self._notes[directory])
         if lines > 2 * len(notes) + FILE_NOTES_SLACK and not self.unwritable:
             text = "".join(
                 f"{b}\t{_line_check(b)}\n"
@@ -486,8 +552,36 @@ class Cache:
             )
             with contextlib.suppress(OSError):  # an append meanwhile is lost: noted again
                 _replace_quickly(log, text.encode("utf-8", "surrogateescape"))
+        return self._notes[directory]
+
+    def _read_notes(self, directory: str, fd: int) -> int:
+        """Read the log open at `fd` into the directory's notes, from where this process
+        last stopped in that file (all of it, if it was replaced meanwhile), up to its
+        last whole line; the number of lines read that check."""
+        inode = os.fstat(fd).st_ino
         with self._write_lock:
-            return self._notes.setdefault(directory, notes)
+            at_inode, at = self._notes_read.get(directory, (inode, 0))
+        if at_inode != inode:
+            at = 0
+        os.lseek(fd, at, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        data = data[: data.rfind(b"\n") + 1]  # a line being appended waits for the next read
+        found: dict[str, tuple[str, tuple[str, ...]]] = {}
+        lines = 0
+        for raw in data.split(b"\n"):
+            body, _, check = raw.decode("utf-8", "surrogateescape").rpartition("\t")
+            fields = body.split("\t")
+            if len(fields) != 3 or check != _line_check(body):
+                continue
+            lines += 1
+            found[fields[0]] = (fields[1], tuple(fields[2].split(" ")))
+        with self._write_lock:
+            self._notes.setdefault(directory, {}).update(found)
+            self._notes_read[directory] = (inode, at + len(data))
+        return lines
 
     def _last_path(self, ident: str) -> str:
         return os.path.join(

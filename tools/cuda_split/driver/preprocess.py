@@ -110,21 +110,23 @@ def header_digest(
     except OSError:
         return None
     ident = (path, st.st_mtime_ns, st.st_size)
-    note = cache.file_note(path, st) if cache is not None else None
-    if note is not None and _NOTE.fullmatch(" ".join(note)):
-        found = (note[0], note[1] == "1")
-        archlist.note_names_macro(ident, note[2] == "1")
-    else:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
+
+    def read() -> tuple[str, str, str]:
+        with open(path, "rb") as f:
+            data = f.read()
         found = (hashlib.sha256(data).hexdigest(), any(m in data for m in _TIME_MACROS))
-        names = archlist.MACRO.encode() in data
-        archlist.note_names_macro(ident, names)
-        if cache is not None:
-            cache.remember_file(path, st, (found[0], str(int(found[1])), str(int(names))))
+        return found[0], str(int(found[1])), str(int(archlist.MACRO.encode() in data))
+
+    try:
+        note = cache.noted(path, st, read) if cache is not None else read()
+        if not _NOTE.fullmatch(" ".join(note)):  # a line of another form: not trusted
+            note = read()
+            if cache is not None:
+                cache.remember_file(path, st, note)
+    except OSError:
+        return None
+    found = (note[0], note[1] == "1")
+    archlist.note_names_macro(ident, note[2] == "1")
     memo[path] = found
     return found
 
