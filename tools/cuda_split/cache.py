@@ -456,12 +456,8 @@ class Cache:
         if not self._may_note(path, st):
             return tuple(read())
         directory = os.path.dirname(path)
-        log = self._file_notes_path(directory)
-        try:
-            os.makedirs(os.path.dirname(log), exist_ok=True)
-            fd = os.open(log, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as e:
-            self._cannot_write(e)
+        fd = self._open_notes(directory)
+        if fd is None:
             return tuple(read())
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -486,17 +482,23 @@ class Cache:
         notes = self._dir_notes(directory)
         if notes.get(path) == (_stat_ident(st), tuple(note)):
             return
-        log = self._file_notes_path(directory)
-        try:
-            os.makedirs(os.path.dirname(log), exist_ok=True)
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as e:
-            self._cannot_write(e)
+        fd = self._open_notes(directory)
+        if fd is None:
             return
         try:
             self._append_note(directory, fd, path, st, tuple(note))
         finally:
             os.close(fd)
+
+    def _open_notes(self, directory: str) -> int | None:
+        """The directory's note log, open to append (created), or None (said once)."""
+        log = self._file_notes_path(directory)
+        try:
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+            return os.open(log, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            self._cannot_write(e)
+            return None
 
     def _may_note(self, path: str, st: os.stat_result) -> bool:
         return (
