@@ -13,6 +13,7 @@ import time
 
 from conftest import REPO
 from cuda_split import cache as cachelib
+from cuda_split import file_notes
 
 ARGS = ["-ccbin", "/usr/bin/gcc", "-I.", "-gencode", "arch=compute_80,code=sm_80"]
 ARGS += ["-gencode", "arch=compute_90,code=sm_90", "-c", "examples/saxpy/saxpy.cu"]
@@ -168,7 +169,7 @@ def test_header_notes_are_kept_per_file_status(tmp_path, monkeypatch) -> None:
     assert cache.file_note(str(header), os.stat(header)) is None  # changed a moment ago
 
     # As if written long ago (a test cannot set the ctime back).
-    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
+    monkeypatch.setattr(file_notes, "FILE_NOTE_MIN_AGE", -1e9)
     assert header_digest(str(header), cache, {}) == digest
     noted = cache.file_note(str(header), os.stat(header))
     assert noted == (digest[0], "0", "1")  # names the arch list macro, no time macro
@@ -201,7 +202,7 @@ def test_concurrent_compiles_read_a_header_and_a_tool_once(tmp_path, monkeypatch
     """Two processes (two Cache objects: flocks of two open files) that need the same
     header's note, or the same tool's digest, at once: one reads it, the other waits for
     its note and reads the note."""
-    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
+    monkeypatch.setattr(file_notes, "FILE_NOTE_MIN_AGE", -1e9)
     header = tmp_path / "h.h"
     header.write_text("#define V 1\n")
     reads: list[str] = []
@@ -236,8 +237,8 @@ def test_header_note_logs_are_rewritten_when_mostly_outdated(tmp_path, monkeypat
     """A directory's log gets a line per new status of a file; once outdated lines
     outnumber the files by FILE_NOTES_SLACK, the next reader rewrites it with the latest
     line of each file, and the notes read back the same."""
-    monkeypatch.setattr(cachelib, "FILE_NOTE_MIN_AGE", -1e9)
-    monkeypatch.setattr(cachelib, "FILE_NOTES_SLACK", 4)
+    monkeypatch.setattr(file_notes, "FILE_NOTE_MIN_AGE", -1e9)
+    monkeypatch.setattr(file_notes, "FILE_NOTES_SLACK", 4)
     headers = [tmp_path / f"h{i}.h" for i in range(3)]
     cache = cachelib.Cache(str(tmp_path / "cache"))  # one process: it reads the log once
     for n in range(4):
