@@ -123,6 +123,13 @@ def driver_cpu(paths: Sequence[pathlib.Path]) -> float | None:
     return sum(own) if own else None
 
 
+def tools_cpu(paths: Sequence[pathlib.Path]) -> float | None:
+    """The CPU seconds of the tools nvcc-split's steps ran (each step line's `cpu`, from
+    wait4), None if no step line has one (traces written before nvcc-split measured it)."""
+    used = [float(r["cpu"]) for path in paths for r in steps_of(path) if r.get("cpu") is not None]
+    return sum(used) if used else None
+
+
 def load(paths: Sequence[pathlib.Path]) -> list[Process]:
     """The traces' processes (one per pid and source), times from the earliest step."""
     records = []

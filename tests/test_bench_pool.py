@@ -126,12 +126,20 @@ def test_the_bound_is_the_longest_files_path_where_that_is_longer(tmp_path) -> N
         | {"index": i, "deps": [i - 1] if i else [], "written": {}, "rc": 0}
         for i, (kind, start) in enumerate([("cicc", 10.0), ("ptxas", 11.5)])
     ]
+    assert pool_replay.tools_cpu([_lines(tmp_path / "old.jsonl", rows)]) is None
+    rows[0]["cpu"], rows[1]["cpu"] = 0.75, 1.5
     # The processes' closing lines (their own CPU) are not steps.
     rows += [{"pid": 1, "src": "a.cu", "driver_cpu": 0.25, "end": 12.6}]
     rows += [{"pid": 2, "src": "b.cu", "driver_cpu": 0.5, "end": 12.7}]
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert longest_path([trace]) == 2.0
     assert pool_replay.driver_cpu([trace]) == 0.75
+    assert pool_replay.tools_cpu([trace]) == 2.25
+
+
+def _lines(path: pathlib.Path, rows: list[dict]) -> pathlib.Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def test_the_report_notes_nvcc_splits_own_cpu() -> None:
@@ -139,13 +147,15 @@ def test_the_report_notes_nvcc_splits_own_cpu() -> None:
         "meta": {"machine": {"cores": 2}},
         "measurements": [
             {"scenario": "1", "config": "split", "phase": "cold", "repeat": r}
-            | {"wall_s": 80.0, "cpu_s": 150.0, "driver_cpu_s": own}
+            | {"wall_s": 80.0, "cpu_s": 150.0, "driver_cpu_s": own, "tools_cpu_s": 140.0 + r}
             for r, own in enumerate([3.0, 2.0, 4.0])
         ],
     }
     a = analysis.analyze(results)
     assert a["s1"]["split"]["driver_cpu_s"] == 3.0
-    assert "nvcc-split's own CPU 3.0 s" in "\n".join(report.scenario_1(a["s1"]))
+    assert a["s1"]["split"]["tools_cpu_s"] == 141.0
+    notes = "\n".join(report.scenario_1(a["s1"]))
+    assert "nvcc-split's own CPU 3.0 s" in notes and "its steps' tools 141.0 s" in notes
 
 
 def _results(path: pathlib.Path) -> pathlib.Path:

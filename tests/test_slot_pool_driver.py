@@ -180,6 +180,11 @@ def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
     assert ("host_compile", "") in steps
     assert {r["pid"] for r in records} == {records[0]["pid"]}
     assert all(r["start"] <= r["end"] and r["rc"] == 0 for r in records)
+    # Each step's tools' CPU seconds (wait4): cicc parses the whole text, and no step
+    # can use more CPU than its wall time allows on this machine's cores.
+    for r in records:
+        assert 0 <= r["cpu"] <= (r["end"] - r["start"]) * os.cpu_count() + 0.01
+    assert all(r["cpu"] > 0.01 for r in records if r["step"] == "cicc")
     assert all(r["src"].endswith("examples/saxpy/saxpy.cu") for r in records)
     # Enough to replay the build (benchmarks/pool_replay.py): the DAG and the sizes.
     by_index = {r["index"]: r for r in records}

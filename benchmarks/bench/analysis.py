@@ -116,6 +116,7 @@ def analyze(results: dict[str, Any]) -> dict[str, Any]:
                 "critical_path_s": med(m.get("critical_path_s") for m in ms),
                 "longest_path_s": med(m.get("longest_path_s") for m in ms),
                 "driver_cpu_s": med(m.get("driver_cpu_s") for m in ms),
+                "tools_cpu_s": med(m.get("tools_cpu_s") for m in ms),
                 "failed": sorted({f for m in ms for f in m.get("failed", [])}),
                 "passthrough": sorted(
                     {s for m in ms for s in m.get("steps", {}).get("passthrough_sources", [])}

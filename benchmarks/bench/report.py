@@ -161,6 +161,8 @@ def scenario_1(s1: dict[str, Any]) -> list[str]:
             notes.append(f"Bazel server {d['server_cpu_s']:.0f} CPU s")
         if d.get("driver_cpu_s") is not None:
             notes.append(f"nvcc-split's own CPU {d['driver_cpu_s']:.1f} s")
+        if d.get("tools_cpu_s") is not None:
+            notes.append(f"its steps' tools {d['tools_cpu_s']:.1f} s")
         if d.get("critical_path_s") is not None:
             notes.append(f"critical path {d['critical_path_s']:.1f} s")
         if d["failed"]:

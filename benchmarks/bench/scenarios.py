@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pool_replay import driver_cpu, longest_path  # benchmarks/, beside this package
+from pool_replay import driver_cpu, longest_path, tools_cpu  # benchmarks/, beside this package
 
 from . import REPO, say
 from .configs import (
@@ -276,6 +276,9 @@ class Bench:
                 own = driver_cpu([kw["trace"]])
                 if own is not None:
                     m["driver_cpu_s"] = round(own, 3)
+                used = tools_cpu([kw["trace"]])
+                if used is not None:
+                    m["tools_cpu_s"] = round(used, 3)
         if config == "mono-cache":
             c = collections.Counter(f.get("cache", "?") for f in m["files"].values())
             nc = collections.Counter(

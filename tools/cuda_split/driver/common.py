@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping, Sequence
 
 from cuda_split import plan as planlib
 from cuda_split.command import StepCommand
@@ -29,6 +32,7 @@ class Node:
     deps: set[int] = dataclasses.field(default_factory=set)
     # Filled in by the run.
     seconds: float = 0.0
+    cpu: float = 0.0  # CPU seconds of the tools it ran (user + system)
     cache: str = "off"  # hit, miss, off
     key: str = ""
     explain: str = ""
@@ -52,6 +56,24 @@ def replay(node: Node) -> None:
     if node.stderr:
         sys.stderr.buffer.write(node.stderr)
         sys.stderr.flush()
+
+
+def run_tool(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes, float]:
+    """Run a step's tool: (exit status, stdout, stderr, CPU seconds of the tool and what it
+    ran: user + system, from wait4). The output goes through unnamed files, not pipes, so
+    that the process is reaped here, with its usage, rather than by subprocess."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime
 
 
 def say(text: str) -> None:

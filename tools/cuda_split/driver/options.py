@@ -102,9 +102,10 @@ def _driver_parser() -> argparse.ArgumentParser:
         default="",
         metavar="FILE",
         help="append a JSON line per step run to FILE (pid, source, step, arch, cache, "
-        "start and end in seconds since the epoch, its index and deps in the file's steps, "
-        "the bytes it wrote), and one as the process ends (pid, source, driver_cpu: its "
-        "own CPU seconds, end): one file for a whole build's processes",
+        "start and end in seconds since the epoch, cpu: the CPU seconds of the tools it "
+        "ran here, its index and deps in the file's steps, the bytes it wrote), and one "
+        "as the process ends (pid, source, driver_cpu: its own CPU seconds, end): one "
+        "file for a whole build's processes",
     )
     p.add_argument(
         "--cache-dir",

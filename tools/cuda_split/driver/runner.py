@@ -16,7 +16,7 @@ from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
-from cuda_split.driver.common import PROG, Node, append_json_line, replay, say
+from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
 from cuda_split.driver.dag import _role_file_name
 from cuda_split.driver.executor import load_limit, run_dag, sizes
 from cuda_split.driver.options import Options
@@ -121,6 +121,7 @@ class Runner:
             "written": sizes(node),
             "cache": node.cache,
             "rc": node.rc,
+            "cpu": round(node.cpu, 3),
             "start": round(start, 6),
             "end": round(end, 6),
         }
@@ -525,8 +526,8 @@ class Runner:
         env.update(node.cmd.env)
         if self.opts.verbose:
             say(f"run {node.label}: {shlex.join(argv)}")
-        proc = subprocess.run(argv, env=env, capture_output=True, check=False)
-        node.rc, node.stdout, node.stderr = proc.returncode, proc.stdout, proc.stderr
+        node.rc, node.stdout, node.stderr, cpu = run_tool(argv, env)
+        node.cpu += cpu
         if node.rc != 0:
             return
         for role, path in node.outputs.items():
