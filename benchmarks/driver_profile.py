@@ -1,13 +1,15 @@
 """Where nvcc-split's own CPU goes: compiles of one file, run in this process.
 
     python3 benchmarks/driver_profile.py --corpus-dir GGML --nvcc NVCC [--file F]
-        [--jobs J] [--runs empty,warm,none] [--breakdown]
+        [--jobs J] [--runs empty,warm,next,none] [--next-file F] [--breakdown]
 
 Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for 5 archs, once per
 `--runs` item: with an empty cache, with the cache the last empty run filled (every step
-a hit), without a cache. For each it prints the driver's own CPU seconds (this process's
-`getrusage`: nvcc's tools, its children, not counted) and, with `--breakdown`, the thread
-CPU seconds of the driver's main functions (MEASURED, each inclusive of what it calls).
+a hit), `--next-file` into that cache (its headers and the SDK's tools already noted:
+what each file after the first of a cold build pays), without a cache. For each it
+prints the driver's own CPU seconds (this process's `getrusage`: nvcc's tools, its
+children, not counted) and, with `--breakdown`, the thread CPU seconds of the driver's
+main functions (MEASURED, each inclusive of what it calls).
 (cProfile cannot serve: from Python 3.12 on one profiler sees every thread, with one
 clock.) A run with an empty cache also hashes the SDK's tools once (about 0.3 s), which a
 build of many files pays once.
@@ -35,6 +37,8 @@ RUNS = {
     "empty": "an empty cache",
     "empty-nopool": "an empty cache, --no-slot-pool",
     "warm": "the cache the last empty run filled",
+    "next": "--next-file into the cache the last empty run filled (its headers and tools "
+    "noted: what each file after the first of a cold build pays)",
     "none": "--no-cache",
 }
 
@@ -55,6 +59,9 @@ MEASURED = (
     ("cuda_split.driver.runner", "Runner.localize"),
     ("cuda_split.archlist", "included_files"),
     ("cuda_split.archlist", "users"),
+    ("cuda_split.archlist", "line_marker_files"),
+    ("cuda_split.driver.preprocess", "Texts.wrote"),
+    ("cuda_split.driver.preprocess", "texts_entry"),
     ("cuda_split.cache", "Cache.lookup"),
     ("cuda_split.cache", "Cache.store"),
     ("cuda_split.cache", "Cache.record_parts"),
@@ -141,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--corpus-dir", required=True, help="the unpacked ggml directory")
     ap.add_argument("--nvcc", required=True, help="the nvcc to split")
     ap.add_argument("--file", default="src/ggml-cuda/softmax.cu", help="relative to ggml")
+    ap.add_argument(
+        "--next-file", default="src/ggml-cuda/rope.cu", help="the file of the `next` runs"
+    )
     ap.add_argument("--jobs", default="2", help="nvcc-split's -j")
     ap.add_argument(
         "--breakdown",
@@ -166,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.chdir(ggml)
     work = pathlib.Path(tempfile.mkdtemp(prefix="driver-profile-"))
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
-    nvcc_args = [*corpus.ggml_cuda_flags(), *gencode, "-c", args.file, "-o", str(work / "x.o")]
+    flags = [*corpus.ggml_cuda_flags(), *gencode, "-o", str(work / "x.o")]
     common = ["--nvcc", args.nvcc, "-j", args.jobs]
     caches = 0
     for run in runs:
@@ -176,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts = ["--no-cache"]
         elif run == "empty-nopool":
             opts.append("--no-slot-pool")
-        rc, spent, profile = compile_once([*common, *opts], nvcc_args, args.breakdown)
+        src = args.next_file if run == "next" else args.file
+        rc, spent, profile = compile_once([*common, *opts], [*flags, "-c", src], args.breakdown)
         print(f"{RUNS[run]}: rc {rc}, the driver's own CPU {spent:.2f} s", flush=True)
         if profile:
             print(profile, flush=True)

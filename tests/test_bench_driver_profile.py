@@ -38,4 +38,4 @@ def test_unknown_runs_are_named(capsys) -> None:
     with pytest.raises(SystemExit):
         driver_profile.main(["--corpus-dir", ".", "--nvcc", "nvcc", "--runs", "empty,cold"])
     err = capsys.readouterr().err
-    assert "unknown cold" in err and "accepted: empty, empty-nopool, warm, none" in err
+    assert "unknown cold" in err and "accepted: empty, empty-nopool, warm, next, none" in err
