@@ -756,6 +756,23 @@ def test_compile_error_reported_once_with_nvcc_status(sdk, tmp_path):
     assert ours.stderr.count("no_such_header.h: No such file") == 1
 
 
+def test_a_successful_steps_output_is_shown_as_nvcc_shows_it(sdk, tmp_path):
+    """What the tools print when they succeed (ptxas -v's report of each kernel) reaches
+    the user: the driver reaps each tool itself and reads its output back from files."""
+    args = [*HOST, "-I.", "-Xptxas", "-v", "-c", "examples/saxpy/saxpy.cu"]
+    args += ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"]
+    ours = run_driver(sdk, [*args, "-o", str(tmp_path / "a.o")], None)
+    theirs = run_nvcc(sdk, [*args, "-o", str(tmp_path / "b.o")])
+
+    def report(text: str) -> list[str]:  # without the compile times, which vary
+        lines = text.splitlines()
+        return sorted(x for x in lines if x.startswith("ptxas info") and "time =" not in x)
+
+    assert report(ours.stderr) == report(theirs.stderr)
+    assert any("for 'sm_80'" in line for line in report(ours.stderr))
+    assert any("for 'sm_90'" in line for line in report(ours.stderr))
+
+
 def test_launcher_form(sdk, tmp_path):
     """`nvcc-split NVCC args` (CMAKE_CUDA_COMPILER_LAUNCHER) as the console script."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
