@@ -282,7 +282,9 @@ def test_a_compile_notes_what_its_steps_took_and_hits_keep_theirs(sdk, tmp_path)
     source = os.path.realpath(REPO / ARGS[ARGS.index("-c") + 1])
     first = cachelib.Cache(str(cache_dir)).durations(source)
     assert {"cicc:compute_80", "ptxas:sm_80", "host_compile:"} <= set(first), first
-    assert all(seconds > 0 for seconds in first.values())
+    # A step can take under a millisecond (the record's resolution) on a fast machine: only
+    # that every duration is a real, non-negative number is the machine's speed apart.
+    assert all(isinstance(s, float) and 0 <= s < 3600 for s in first.values()), first
     subprocess.run(argv, cwd=REPO, env=env, check=True, capture_output=True)
     second = cachelib.Cache(str(cache_dir)).durations(source)
     # cicc and ptxas hit the second time: their seconds are the first build's.

@@ -171,7 +171,7 @@ def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
     # The last line is the process's own: its CPU seconds, not its tools'.
     assert set(closing) == {"pid", "src", "driver_cpu", "end"}
     assert closing["pid"] == records[0]["pid"] and closing["end"] >= records[-1]["end"]
-    assert 0 < closing["driver_cpu"] < 5
+    assert 0 < closing["driver_cpu"] < 120  # its own CPU, however slow the machine
     assert pool_replay.driver_cpu([trace]) == closing["driver_cpu"]
     assert len(pool_replay.steps_of(trace)) == len(records)
     steps = sorted((r["step"], r["arch"]) for r in records)

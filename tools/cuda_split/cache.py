@@ -441,7 +441,7 @@ class Cache(FileNotes):
         ones; steps that did not run this time (hits) keep theirs."""
         if not seconds:
             return
-        merged = self.durations(source) | {k: round(v, 2) for k, v in seconds.items()}
+        merged = self.durations(source) | {k: round(v, 3) for k, v in seconds.items()}
         path = self._durations_path(source)
         with contextlib.suppress(OSError):
             os.makedirs(os.path.dirname(path), exist_ok=True)
