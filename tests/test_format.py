@@ -62,8 +62,12 @@ def test_no_formatter_opt_outs() -> None:
     assert not skipped, f"{marker} in {skipped}"
 
 
-# Starlark files exempt from the line width: a table scripts/cuda_versions.py generates.
-WIDE_FILES = {"rules_cuda_split/private/cuda_versions.bzl"}
+# Starlark files exempt from the line width: tables scripts/cuda_version_table.py and
+# scripts/nvcc_option_table.py generate.
+WIDE_FILES = {
+    "rules_cuda_split/private/cuda_versions.bzl",
+    "rules_cuda_split/private/nvcc_options.bzl",
+}
 STARLARK_PATTERNS = ["*.bzl", "*.bazel", "BUILD", "*/BUILD", "BUCK", "*/BUCK", "WORKSPACE*"]
 
 

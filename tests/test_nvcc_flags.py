@@ -46,7 +46,18 @@ REFUSED = [
     ("dw", "device-w", None),
     ("dlink", "device-link", None),
     ("ccbin", "compiler-bindir", "/usr/bin/gcc"),
-    ("x", "language", "cu"),
+    ("x", None, "cu"),
+    ("cuda", None, None),
+    ("ltoir", None, None),
+    ("tilebc", None, None),
+    ("tilecubin", None, None),
+    ("tilefatbin", None, None),
+    ("V", "version", None),
+    ("h", "help", None),
+    ("arch-ls", "list-gpu-arch", None),
+    ("code-ls", "list-gpu-code", None),
+    ("clean", "clean-targets", None),
+    ("optf", "options-file", "more.opts"),
 ]
 
 
@@ -93,7 +104,9 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[object]
 def test_refused(verdicts: dict[str, list[object]], short: str, spelling: list[str]) -> None:
     err, kept = verdicts[json.dumps(["-O3", *spelling, "-lineinfo"])]
     assert isinstance(err, str)
-    assert err.startswith(f"copts may not contain '{spelling[0]}': "), err
+    long = next(lng or sht for sht, lng, _ in REFUSED if sht == short)
+    named = "" if spelling[0].lstrip("-").split("=")[0] == long else f" (--{long})"
+    assert err.startswith(f"copts may not contain '{spelling[0]}'{named}: "), err
     assert kept == []
 
 

@@ -1,79 +1,38 @@
 """Pure checks of the nvcc flags users give (`copts`, `--@rules_cuda_split//cuda:copts`).
 
-No Bazel APIs here, so the tests run it under a plain Starlark interpreter. nvcc accepts
-each option with one or two leading dashes, and its value after `=` or as the next
-argument (`-o x`, `-o=x`, `--output-file x`, `--output-file=x`): names are compared
-without dashes and value.
+No Bazel APIs here, so the tests run it under a plain Starlark interpreter, and the Buck2
+rules load it too. What the rules do with each option (pass it, drop it, refuse it, and
+why) is the table nvcc_options.bzl, generated from `nvcc --help` of each SDK version by
+scripts/nvcc_option_table.py; the driver reads the same table
+(tools/cuda_split/nvcc_options.py).
+
+nvcc reads `--<long name>` and `-<short name>` (read here after one or two dashes), an
+option's value after `=` or as the next argument (`-o x`, `-o=x`, `--output-file x`,
+`-Xcompiler -c`: the `-c` is the host compiler's), and for the one-letter short names
+the table marks `attached`, right after the name: `-O3`, `-DX=1`, `-t4`, and `"-t 4"`
+given as one argument (nvcc reads it as `-t` with the value " 4"; it splits no argument
+at spaces).
 """
 
-_ARCHS = "archs go in the `archs` attribute or --@rules_cuda_split//cuda:archs"
-_RULES = "the rules set it for each step (`rdc` is an attribute)"
-_OUTPUT = ("it changes what nvcc writes, and a cuda_library compiles to objects; " +
-           "PTX, cubins and fatbins are its output groups cuda_ptx, cuda_cubin, cuda_fatbin")
-_PLAN = ("the rules run nvcc's plan step by step themselves; --output_groups and " +
-         "`bazel aquery` show the intermediate files and commands")
-_HOST = "the host compiler is the C++ toolchain's"
-_LANGUAGE = ("the rules choose it from the file extension (.cc/.cpp/.cxx sources are " +
-             "compiled as CUDA)")
+load(":nvcc_options.bzl", "NVCC_OPTIONS", "NVCC_OPTION_REASONS")
 
-# Option name (no dashes) -> why copts may not contain it.
+# Option name (long and short, no dashes) -> its entry in NVCC_OPTIONS, with its long name.
+_BY_NAME = dict(
+    [(e["short"], dict(e, long = long)) for long, e in NVCC_OPTIONS.items()] +
+    [(long, dict(e, long = long)) for long, e in NVCC_OPTIONS.items()],
+)
+
+# Option name -> why copts may not contain it.
 REFUSED_FLAGS = {
-    "arch": _ARCHS,
-    "gpu-architecture": _ARCHS,
-    "code": _ARCHS,
-    "gpu-code": _ARCHS,
-    "gencode": _ARCHS,
-    "generate-code": _ARCHS,
-    "c": _RULES,
-    "compile": _RULES,
-    "o": _RULES,
-    "output-file": _RULES,
-    "rdc": _RULES,
-    "relocatable-device-code": _RULES,
-    "dc": _RULES,
-    "device-c": _RULES,
-    "dw": _RULES,
-    "device-w": _RULES,
-    "dlink": _RULES,
-    "device-link": _RULES,
-    "E": _OUTPUT,
-    "preprocess": _OUTPUT,
-    "M": _OUTPUT,
-    "generate-dependencies": _OUTPUT,
-    "MM": _OUTPUT,
-    "generate-nonsystem-dependencies": _OUTPUT,
-    "MD": _OUTPUT,
-    "generate-dependencies-with-compile": _OUTPUT,
-    "MMD": _OUTPUT,
-    "generate-nonsystem-dependencies-with-compile": _OUTPUT,
-    "MF": _OUTPUT,
-    "dependency-output": _OUTPUT,
-    "MT": _OUTPUT,
-    "dependency-target-name": _OUTPUT,
-    "MP": _OUTPUT,
-    "generate-dependency-targets": _OUTPUT,
-    "ptx": _OUTPUT,
-    "cubin": _OUTPUT,
-    "fatbin": _OUTPUT,
-    "optix-ir": _OUTPUT,
-    "lib": _OUTPUT,
-    "link": _OUTPUT,
-    "run": _OUTPUT,
-    "keep": _PLAN,
-    "keep-dir": _PLAN,
-    "save-temps": _PLAN,
-    "dryrun": _PLAN,
-    "odir": _PLAN,
-    "output-directory": _PLAN,
-    "ccbin": _HOST,
-    "compiler-bindir": _HOST,
-    "x": _LANGUAGE,
-    "language": _LANGUAGE,
+    name: NVCC_OPTION_REASONS[e["reason"]]
+    for name, e in _BY_NAME.items()
+    if e["rules"] == "refuse"
 }
 
-# Options dropped from the split's step commands: nvcc's own parallelism over the steps
-# of one call, which the split replaces (each step is an action). Kept in mono mode.
-SPLIT_DROPPED_FLAGS = ["t", "threads"]  # with their value: `-t 4`, `-t=4`, `--threads 0`
+# Options dropped from the split's step commands (-t/--threads: nvcc's own parallelism
+# over the steps of one call, which the split replaces), with their value. Kept in mono
+# mode.
+SPLIT_DROPPED_FLAGS = [name for name, e in _BY_NAME.items() if e["rules"] == "drop"]
 
 def option_name(flag):
     """`--output-file=x` -> `output-file`; "" for an argument that is not an option."""
@@ -81,6 +40,72 @@ def option_name(flag):
         return ""
     name = flag[2:] if flag.startswith("--") else flag[1:]
     return name.split("=", 1)[0]
+
+def _spelled(flag):
+    """(entry or None, value or None, whether the value is the next argument) of one
+    option argument."""
+    name = option_name(flag)
+    entry = _BY_NAME.get(name)
+    if entry:
+        if "=" in flag:
+            return entry, flag.split("=", 1)[1], False
+        return entry, None, entry["value"]
+    body = flag[1:]
+    if not flag.startswith("--") and body[:1] in _BY_NAME and _BY_NAME[body[:1]]["attached"]:
+        return _BY_NAME[body[:1]], body[1:], False
+    return None, None, False
+
+def read_nvcc_options(flags):
+    """Splits nvcc flags into options, as nvcc reads them.
+
+    Args:
+      flags: list[string].
+
+    Returns:
+      A list of struct(name, long, value, tokens, rules): the option's short name (the
+      name as written, without dashes and value, for one the table lacks; "" for an
+      argument that is no option), its long name ("" where the table lacks it), its value
+      (None where it has none or it is missing), the arguments it took, and what the
+      rules do with it ("all", "host", "device", "drop", "refuse"; "" where the table
+      lacks it).
+    """
+    out = []
+    skip = False
+    for i, flag in enumerate(flags):
+        if skip:
+            skip = False
+            continue
+        if not flag.startswith("-") or flag == "-":
+            out.append(struct(name = "", long = "", value = flag, tokens = [flag], rules = ""))
+            continue
+        entry, value, needs_next = _spelled(flag)
+        if not entry:
+            name = option_name(flag)
+            value = flag.split("=", 1)[1] if "=" in flag else None
+            out.append(struct(name = name, long = "", value = value, tokens = [flag], rules = ""))
+            continue
+        tokens = [flag]
+        if needs_next and i + 1 < len(flags):
+            value = flags[i + 1]
+            tokens.append(value)
+            skip = True
+        out.append(struct(
+            name = entry["short"],
+            long = entry["long"],
+            value = value,
+            tokens = tokens,
+            rules = entry["rules"],
+        ))
+    return out
+
+def _first_word_option(option):
+    """For an unknown option whose argument holds a space (`"-arch sm_90"`): the option
+    its first word names ("" for none). nvcc reads one argument as one word."""
+    flag = option.tokens[0]
+    if not option.name or " " not in flag:
+        return ""
+    first = flag.split(" ", 1)[0]
+    return first if _spelled(first)[0] else ""
 
 def check_nvcc_flags(flags, origin):
     """Checks user nvcc flags.
@@ -91,20 +116,32 @@ def check_nvcc_flags(flags, origin):
 
     Returns:
       (error, split_flags): an error naming the first refused flag, where it came from
-      and why ("" when none), and the flags for the split's steps (without -t/--threads
-      and their values).
+      and why ("" when none), and the flags for the split's steps (without the dropped
+      options, -t/--threads, and their values).
     """
     split_flags = []
-    skip_value = False
-    for i, flag in enumerate(flags):
-        if skip_value:
-            skip_value = False
+    for option in read_nvcc_options(flags):
+        flag = option.tokens[0]
+        if option.rules == "refuse":
+            # The long name too, where the flag is spelled otherwise (`-V`, `-t4`).
+            long = "" if option_name(flag) == option.long else " (--%s)" % option.long
+            return "%s may not contain '%s'%s: %s" % (
+                origin,
+                flag,
+                long,
+                NVCC_OPTION_REASONS[_BY_NAME[option.name]["reason"]],
+            ), []
+        if option.rules and option.value == None and _BY_NAME[option.name]["value"]:
+            return "%s: '%s' takes a value, and nothing follows it" % (origin, flag), []
+        first = "" if option.long else _first_word_option(option)
+        if first:
+            return ("%s may not contain '%s': nvcc reads one argument as one option, and " +
+                    "has none of that name; give '%s' and its value as two") % (
+                origin,
+                flag,
+                first,
+            ), []
+        if option.rules == "drop":
             continue
-        name = option_name(flag)
-        if name in REFUSED_FLAGS:
-            return "%s may not contain '%s': %s" % (origin, flag, REFUSED_FLAGS[name]), []
-        if name in SPLIT_DROPPED_FLAGS:
-            skip_value = "=" not in flag and i + 1 < len(flags)
-            continue
-        split_flags.append(flag)
+        split_flags.extend(option.tokens)
     return "", split_flags
