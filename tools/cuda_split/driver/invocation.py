@@ -5,174 +5,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from cuda_split import archlist
+from cuda_split import archlist, nvcc_options
 
 # ---------------------------------------------------------------------------------------
 # nvcc's command line
 
 
-# nvcc options that take a value (`-o x`, `-o=x`, `--output-file x`): long name -> short.
-VALUE_OPTIONS = {
-    "output-file": "o",
-    "pre-include": "include",
-    "library": "l",
-    "define-macro": "D",
-    "undefine-macro": "U",
-    "include-path": "I",
-    "system-include": "isystem",
-    "library-path": "L",
-    "output-directory": "odir",
-    "compiler-bindir": "ccbin",
-    "archiver-binary": "arbin",
-    "cudart": "cudart",
-    "cudadevrt": "cudadevrt",
-    "libdevice-directory": "ldir",
-    "target-directory": "target-dir",
-    "optimization-info": "opt-info",
-    "optimize": "O",
-    "Ofast-compile": "Ofc",
-    "dopt": "dopt",
-    "ftemplate-backtrace-limit": "ftemplate-backtrace-limit",
-    "ftemplate-depth": "ftemplate-depth",
-    "x": "x",
-    "std": "std",
-    "machine": "m",
-    "compiler-options": "Xcompiler",
-    "linker-options": "Xlinker",
-    "archive-options": "Xarchive",
-    "ptxas-options": "Xptxas",
-    "nvlink-options": "Xnvlink",
-    "static-global-template-stub": "static-global-template-stub",
-    "device-entity-has-hidden-visibility": "device-entity-has-hidden-visibility",
-    "threads": "t",
-    "split-compile": "split-compile",
-    "split-compile-extended": "split-compile-extended",
-    "fdevice-time-trace": "fdevice-time-trace",
-    "keep-dir": "keep-dir",
-    "time": "time",
-    "run-args": "run-args",
-    "input-drive-prefix": "idp",
-    "dependency-drive-prefix": "ddp",
-    "drive-prefix": "dp",
-    "dependency-target-name": "MT",
-    "dependency-output": "MF",
-    "gpu-architecture": "arch",
-    "gpu-code": "code",
-    "generate-code": "gencode",
-    "relocatable-device-code": "rdc",
-    "entries": "e",
-    "maxrregcount": "maxrregcount",
-    "ftz": "ftz",
-    "prec-div": "prec-div",
-    "prec-sqrt": "prec-sqrt",
-    "fmad": "fmad",
-    "default-stream": "default-stream",
-    "Werror": "Werror",
-    "diag-error": "diag-error",
-    "diag-suppress": "diag-suppress",
-    "diag-warn": "diag-warn",
-    "host-linker-script": "hls",
-    "brief-diagnostics": "brief-diag",
-    "jump-table-density": "jtd",
-    "device-stack-protector": "device-stack-protector",
-    "compress-mode": "compress-mode",
-    "frandom-seed": "frandom-seed",
-    "sanitize": "sanitize",
-    "options-file": "optf",
-    # Not in --help, but nvcc takes them.
-    "Xcudafe": "Xcudafe",
-    "Xcicc": "Xcicc",
-    "Xfatbin": "Xfatbin",
-}
+# nvcc options that take a value (`-o x`, `-o=x`, `--output-file x`) and those that take
+# none: long name -> short, from the table of nvcc's options (cuda_split.nvcc_options,
+# generated from `nvcc --help` of each CUDA version the rules offer).
+VALUE_OPTIONS = {o.long: o.short for o in nvcc_options.OPTIONS.values() if o.value}
+FLAG_OPTIONS = {o.long: o.short for o in nvcc_options.OPTIONS.values() if not o.value}
 
-# nvcc options without a value whose names the driver needs (long name -> short), and
-# the short names that would otherwise read as `-l<lib>`, `-O<level>`... with a value.
-FLAG_OPTIONS = {
-    "compile": "c",
-    "device-c": "dc",
-    "device-w": "dw",
-    "cuda": "cuda",
-    "cubin": "cubin",
-    "fatbin": "fatbin",
-    "ptx": "ptx",
-    "optix-ir": "optix-ir",
-    "ltoir": "ltoir",
-    "preprocess": "E",
-    "generate-dependencies": "M",
-    "generate-nonsystem-dependencies": "MM",
-    "generate-dependencies-with-compile": "MD",
-    "generate-nonsystem-dependencies-with-compile": "MMD",
-    "generate-dependency-targets": "MP",
-    "device-link": "dlink",
-    "link": "link",
-    "lib": "lib",
-    "run": "run",
-    "keep": "keep",
-    "save-temps": "save-temps",
-    "dryrun": "dryrun",
-    "verbose": "v",
-    "version": "V",
-    "help": "h",
-    "clean-targets": "clean",
-    "objdir-as-tempdir": "objtemp",
-    "list-gpu-code": "code-ls",
-    "list-gpu-arch": "arch-ls",
-    "fdevice-syntax-only": "fdevice-syntax-only",
-    "use-local-env": "use-local-env",
-    "generate-line-info": "lineinfo",
-    "lto": "lto",
-    "dlink-time-opt": "dlto",
-    "debug": "g",
-    "device-debug": "G",
-    "m64": "m64",
-    "jobserver": "jobserver",
-    "no-device-link": "nodlink",
-    "relocatable-ptx": "reloc-ptx",
-    "shared": "shared",
-    "profile": "pg",
-}
-
-_SHORT_VALUE = {v: k for k, v in VALUE_OPTIONS.items()}
-_SHORT_FLAG = {v: k for k, v in FLAG_OPTIONS.items()}
-# Short options whose value may follow without `=` or a space: -DX, -Ipath, -O3, -lm.
-_ATTACHED = ("D", "U", "I", "L", "l", "O")
-
-# Options for which the driver runs nvcc itself, and why.
-PASSTHROUGH = {
-    "cuda": "-cuda",
-    "cubin": "-cubin",
-    "fatbin": "-fatbin",
-    "ptx": "-ptx",
-    "optix-ir": "-optix-ir",
-    "ltoir": "-ltoir",
-    "E": "-E (preprocess only)",
-    "M": "-M (dependencies only)",
-    "MM": "-MM (dependencies only)",
-    "dlink": "-dlink",
-    "link": "-link",
-    "lib": "-lib",
-    "run": "-run",
-    "dryrun": "--dryrun",
-    "keep": "--keep",
-    "keep-dir": "--keep-dir",
-    "save-temps": "--save-temps",
-    "v": "-v (nvcc shows its steps)",
-    "V": "--version",
-    "h": "--help",
-    "clean": "--clean-targets",
-    "objtemp": "-objtemp",
-    "odir": "-odir",
-    "optf": "--options-file",
-    "time": "-time",
-    "fdevice-time-trace": "-fdevice-time-trace",
-    "code-ls": "--list-gpu-code",
-    "arch-ls": "--list-gpu-arch",
-    "fdevice-syntax-only": "-fdevice-syntax-only",
-    "ddp": "-ddp",
-    "dp": "-dp",
-    "idp": "-idp",
-    "use-local-env": "-use-local-env",
-}
+# Options for which the driver runs nvcc itself, and why (short name -> how the message
+# names it; the table's `driver` column).
+PASSTHROUGH = {o.short: o.driver for o in nvcc_options.OPTIONS.values() if o.driver}
 
 CUDA_SUFFIXES = (".cu",)
 
@@ -187,34 +34,25 @@ class Option:
 
 
 def read_options(args: Sequence[str]) -> list[Option]:
-    """Split nvcc's arguments into options and inputs, as nvcc reads them."""
+    """Split nvcc's arguments into options and inputs, as nvcc reads them (the spellings
+    cuda_split.nvcc_options reads: `-o x`, `-o=x`, `--output-file x`, `-O3`, `"-t 4"`)."""
     out: list[Option] = []
     i = 0
     while i < len(args):
         tok = args[i]
         i += 1
-        if not tok.startswith("-") or tok == "-":
+        spelling = nvcc_options.spelled(tok)
+        if spelling is None:
             out.append(Option("", tok, [tok]))
-            continue
-        body = tok.lstrip("-")
-        name, eq, val = body.partition("=")
-        if not eq and (name in FLAG_OPTIONS or name in _SHORT_FLAG):
-            out.append(Option(FLAG_OPTIONS.get(name, name), None, [tok]))
-        elif name in VALUE_OPTIONS or name in _SHORT_VALUE:
-            short = VALUE_OPTIONS.get(name, name)
-            if eq:
-                out.append(Option(short, val, [tok]))
-            elif i < len(args):
-                out.append(Option(short, args[i], [tok, args[i]]))
-                i += 1
-            else:
-                out.append(Option(short, None, [tok]))
-        elif tok.startswith("-") and not tok.startswith("--") and body[:1] in _ATTACHED:
-            out.append(Option(body[0], body[1:], [tok]))
-        else:
+        elif spelling.option is None:
             # Unknown to the driver (a host compiler flag under
             # -forward-unknown-to-host-compiler, a new nvcc flag): one token, to nvcc as is.
-            out.append(Option(name, val if eq else None, [tok]))
+            out.append(Option(spelling.name, spelling.value, [tok]))
+        elif spelling.needs_next and i < len(args):
+            out.append(Option(spelling.option.short, args[i], [tok, args[i]]))
+            i += 1
+        else:
+            out.append(Option(spelling.option.short, spelling.value, [tok]))
     return out
 
 
