@@ -44,16 +44,26 @@ fi
 # cuda_binary is a macro: its `cuda_executable_binary` runs a cc_binary tagged manual;
 # tests are for `bazel test`.
 EXECROOT="$("${BAZEL[@]}" info execution_root)"
+# A shared object (cc_binary with linkshared, e.g. a Python extension module) is run by
+# the main.py of its package, given the object's path.
 binaries="$("${BAZEL[@]}" cquery --noshow_progress "${FLAGS[@]}" \
     'kind("^(cc_binary|cuda_executable_binary) rule$", //examples/...) except attr(tags, "\bmanual\b", //examples/...)' \
     --output=starlark \
     --starlark:expr='str(target.label) + " " + target.files_to_run.executable.path')"
+shared="$("${BAZEL[@]}" cquery --noshow_progress "${FLAGS[@]}" \
+    'attr(linkshared, 1, kind("^cc_binary rule$", //examples/...))' \
+    --output=starlark --starlark:expr='str(target.label)')"
 declare -A BINARY # label -> absolute path
+declare -A RUNNER # label -> the script that loads a shared object
 TARGETS=()
 while read -r label path; do
     [[ -n "$label" ]] || continue
     TARGETS+=("$label")
     BINARY[$label]="$EXECROOT/$path"
+    if grep -qxF "$label" <<<"$shared"; then
+        pkg="${label#*//}"
+        RUNNER[$label]="${pkg%%:*}/main.py"
+    fi
 done <<<"$binaries"
 if ((${#TARGETS[@]} == 0)); then
     log "error: bazel cquery found no cc_binary under //examples"
@@ -71,7 +81,11 @@ for label in "${TARGETS[@]}"; do
     fi
     out="$(mktemp)"
     status=0
-    timeout "$TIMEOUT" "${BINARY[$label]}" >"$out" 2>&1 || status=$?
+    if [[ -n "${RUNNER[$label]:-}" ]]; then
+        timeout "$TIMEOUT" python3 "${RUNNER[$label]}" "${BINARY[$label]}" >"$out" 2>&1 || status=$?
+    else
+        timeout "$TIMEOUT" "${BINARY[$label]}" >"$out" 2>&1 || status=$?
+    fi
     sed 's/^/    /' "$out"
     if ((status == 0)) && grep -qx OK "$out"; then
         RESULT[$label]="OK"

@@ -115,7 +115,8 @@ def test_module_bazel_dependencies_are_versions_bazel_9_accepts(tmp_path: pathli
 
 
 def test_module_bazel_uses_the_cuda_extension_of_extensions_bzl(tmp_path: pathlib.Path) -> None:
-    (use,) = _named(_module_calls(tmp_path), "use_extension")
+    uses = _named(_module_calls(tmp_path), "use_extension")
+    (use,) = [u for u in uses if u["args"][0].startswith("//rules_cuda_split:")]
     label, name = use["args"]
     assert (label, name) == ("//rules_cuda_split:extensions.bzl", "cuda")
     out, calls = _star(
@@ -185,8 +186,12 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
     sdks = _workspace_sdks(ws)
     assert sdks == _module_sdks(mod) == {"cuda": {"versions": ["13.0"], "components": ["cublas"]}}
     assert not _named(ws, "cuda_sdk_repository") and not _named(mod, "cuda.sdk")
-    (use_repo,) = _named(mod, "use_repo")
-    assert set(sdks) <= set(use_repo["args"][1:])
+    repos = {r for u in _named(mod, "use_repo") for r in u["args"][1:]}
+    assert set(sdks) <= repos
+
+    # The Python extension example's headers, declared by both.
+    assert [c["kwargs"]["name"] for c in _named(ws, "python_headers")] == ["python_headers"]
+    assert "python_headers" in repos
 
     # The hub's toolchains: WORKSPACE's macro names each, MODULE.bazel registers `:all`.
     assert _named(ws, "native.register_toolchains")[0]["args"] == [

@@ -70,6 +70,7 @@ def cuda_compile_split(
         toolchain,
         cc_toolchain,
         headers,
+        device_nvcc_flags = None,
         per_arch_list = False):
     """Emits the split actions compiling `src`.
 
@@ -81,6 +82,10 @@ def cuda_compile_split(
       toolchain: CudaToolchainInfo.
       cc_toolchain: the C++ toolchain (its compiler is nvcc's host compiler).
       headers: depset[File], headers the source may include.
+      device_nvcc_flags: list[string], the flags of the actions that run no host
+        compiler step (cicc, ptxas): `nvcc_flags` less the host compiler's own flags
+        (`-Xcompiler`), which nvcc's plan for those steps does not depend on. Default:
+        `nvcc_flags`.
       per_arch_list: each arch's device code sees only that arch in __CUDA_ARCH_LIST__
         (device_arch_list=per_arch).
 
@@ -96,8 +101,11 @@ def cuda_compile_split(
     files = {}
     for role in step_roles(steps):
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
+    if device_nvcc_flags == None:
+        device_nvcc_flags = nvcc_flags
     for action in source_actions(steps):
         kind = ACTIONS[action.key]
+        flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
         args = _base_args(
             ctx,
             action.kinds,
@@ -106,7 +114,7 @@ def cuda_compile_split(
             cc_toolchain,
             src,
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
-            nvcc_flags = action.nvcc_flags + nvcc_flags,
+            nvcc_flags = action.nvcc_flags + flags,
         )
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)

@@ -3,6 +3,13 @@
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
+load(
+    ":cc_flags.bzl",
+    "compilation_mode_flags",
+    "compilation_outputs",
+    "configure_cc_features",
+    "pic_flags",
+)
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
 load(":flags.bzl", "check_nvcc_flags")
@@ -60,50 +67,38 @@ def _include_flags(compilation_context, toolchain):
         flags += ["-isystem", d]
     return flags
 
-def _cpp_compile_flags(ctx, cc_toolchain, unsupported):
-    feature_configuration = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features + unsupported,
-    )
-    variables = cc_common.create_compile_variables(
-        feature_configuration = feature_configuration,
-        cc_toolchain = cc_toolchain,
-    )
-    return cc_common.get_memory_inefficient_command_line(
-        feature_configuration = feature_configuration,
-        action_name = "c++-compile",
-        variables = variables,
-    )
-
-def compilation_mode_flags(ctx, cc_toolchain):
-    """The C++ toolchain's own flags for `-c dbg|fastbuild|opt` (e.g. `-g`; `-O2
-    -DNDEBUG ...`): its c++-compile command line with the mode's feature, less the one
-    without. They reach every host compiler call of nvcc's plan as `-Xcompiler`."""
-    mode = ctx.var["COMPILATION_MODE"]
-    without = _cpp_compile_flags(ctx, cc_toolchain, [mode])
-    return [f for f in _cpp_compile_flags(ctx, cc_toolchain, []) if f not in without]
-
-def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split):
+def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
     """The target's nvcc flags: compilation mode and device debug, the build's and the
-    target's copts, host and ptxas options, defines and include paths."""
-    flags = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
+    target's copts, host and ptxas options, defines, include paths, and PIC.
+
+    Returns:
+      struct(all, device): every flag, for the actions that run the host compiler; and
+      the same less the rules' own host compiler flags (compilation mode, host_copts,
+      PIC), for cicc and ptxas, whose commands nvcc plans the same without them. A
+      device step's key then does not change with `-c` or with PIC, and its input (the
+      device preprocess's output, which does see them) carries whatever they change.
+    """
+    host = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
+    device = []
     if DEVICE_DEBUG_FEATURE in ctx.features:
-        flags.append("-G")
+        device.append("-G")
     build_copts = ctx.attr._copts[CudaCoptsSettingInfo].copts
     copts = [ctx.expand_make_variables("copts", c, {}) for c in ctx.attr.copts]
     build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
     own_split = _checked(ctx.label, copts, "copts")
-    flags += (build_split + own_split) if split else (build_copts + copts)
-    flags += ["-Xcompiler=" + f for f in ctx.attr.host_copts]
-    flags += ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
-    flags += ["-D" + d for d in compilation_context.defines.to_list()]
-    flags += ["-D" + d for d in ctx.attr.local_defines]
-    flags += _include_flags(compilation_context, toolchain)
+    device += (build_split + own_split) if split else (build_copts + copts)
+    host_copts = ["-Xcompiler=" + f for f in ctx.attr.host_copts]
+    tail = ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
+    tail += ["-D" + d for d in compilation_context.defines.to_list()]
+    tail += ["-D" + d for d in ctx.attr.local_defines]
+    tail += _include_flags(compilation_context, toolchain)
     if ctx.attr.rdc:
-        flags.append("-rdc=true")
-    return flags
+        tail.append("-rdc=true")
+    pic_copts = ["-Xcompiler=" + f for f in pic]
+    return struct(
+        all = host + device + host_copts + tail + pic_copts,
+        device = device + tail,
+    )
 
 def _repo_relative(ctx, path):
     """`path` (relative to the target's repository) as the execroot names it."""
@@ -128,14 +123,21 @@ def _own_compilation_context(ctx):
         defines = depset(ctx.attr.defines),
     )
 
-def _compile_sources(ctx, *, toolchain, cc_toolchain, groups, compilation_context, split):
+def _compile_sources(
+        ctx,
+        *,
+        toolchain,
+        cc_toolchain,
+        groups,
+        compilation_context,
+        split,
+        pic):
     per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
     if per_arch_list and not split:
         fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % ctx.label +
              "compile_mode=split (one nvcc per source sees every arch)")
-    nvcc_flags = _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split)
-    if per_arch_list:
-        nvcc_flags += ["-D" + d for d in PER_ARCH_CCCL_DEFINES]
+    flags = _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic)
+    extra = ["-D" + d for d in PER_ARCH_CCCL_DEFINES] if per_arch_list else []
     compiled = CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS
     sources = [f for f in ctx.files.srcs if f.extension in compiled]
     private_headers = [f for f in ctx.files.srcs if f not in sources]
@@ -147,32 +149,31 @@ def _compile_sources(ctx, *, toolchain, cc_toolchain, groups, compilation_contex
         common = dict(
             src = src,
             groups = groups,
-            nvcc_flags = language + nvcc_flags,
+            nvcc_flags = language + flags.all + extra,
             toolchain = toolchain,
             cc_toolchain = cc_toolchain,
             headers = headers,
         )
         if split:
-            outputs.append(cuda_compile_split(ctx, per_arch_list = per_arch_list, **common))
+            outputs.append(cuda_compile_split(
+                ctx,
+                per_arch_list = per_arch_list,
+                device_nvcc_flags = language + flags.device + extra,
+                **common
+            ))
         else:
             outputs.append(cuda_compile_mono(ctx, **common))
     return outputs
 
-def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain):
-    feature_configuration = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
-    )
+def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain, pic):
+    feature_configuration = configure_cc_features(ctx, cc_toolchain)
     linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
         actions = ctx.actions,
         feature_configuration = feature_configuration,
         cc_toolchain = cc_toolchain,
-        compilation_outputs = cc_common.create_compilation_outputs(
-            objects = depset(objects),
-            pic_objects = depset(objects),
-        ),
+        # PIC objects serve executables and shared objects alike; plain ones only
+        # executables (and shared objects where the toolchain needs no PIC).
+        compilation_outputs = compilation_outputs(objects, pic),
         linking_contexts = [c.linking_context for c in deps_cc + [toolchain.cudart]],
         name = ctx.label.name,
         alwayslink = ctx.attr.alwayslink,
@@ -262,6 +263,7 @@ def _cuda_library_impl(ctx):
         cc_infos = deps_cc,
     ).compilation_context
     split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
+    pic = pic_flags(ctx, cc_toolchain)
     outputs = _compile_sources(
         ctx,
         toolchain = toolchain,
@@ -269,6 +271,7 @@ def _cuda_library_impl(ctx):
         groups = groups,
         compilation_context = compilation_context,
         split = split,
+        pic = pic,
     )
     linking_context = _link(
         ctx,
@@ -276,6 +279,7 @@ def _cuda_library_impl(ctx):
         deps_cc = deps_cc,
         toolchain = toolchain,
         cc_toolchain = cc_toolchain,
+        pic = bool(pic),
     )
     return _providers(
         ctx,

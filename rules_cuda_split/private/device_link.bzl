@@ -4,6 +4,7 @@
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
+load(":cc_flags.bzl", "compilation_outputs", "configure_cc_features", "pic_flags")
 load(
     ":common.bzl",
     "STEP_RULE_ATTRS",
@@ -76,7 +77,7 @@ def _base_args(ctx, kind, arch, toolchain, cc_toolchain, lists = [], files = [],
         nvcc_flags = nvcc_flags,
     ))
 
-def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
+def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = []):
     """Emits the device link of `rdc`: nvlink per arch, the registration file (the
     linked sources' module ids, then the library modules nvlink took), fatbinary -link,
     link.stub.
@@ -87,6 +88,8 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
       groups: the binary's parsed arch spec.
       toolchain: CudaToolchainInfo.
       cc_toolchain: the C++ toolchain (nvcc's host compiler).
+      host_flags: list[string], host compiler flags for the link stub's compile (e.g.
+        cc_flags.bzl's pic_flags).
 
     Returns:
       struct(obj, cubins): the object to link into the binary, the linked cubins.
@@ -196,7 +199,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain):
         toolchain,
         cc_toolchain,
         files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
-        nvcc_flags = flags,
+        nvcc_flags = flags + ["-Xcompiler=" + f for f in host_flags],
     )
     _run(
         ctx,
@@ -219,27 +222,21 @@ def _cuda_device_link_impl(ctx):
         # Nothing relocatable below: no device link, no actions.
         return [DefaultInfo(), deps_cc]
     groups = resolve_archs(ctx, toolchain)
+    pic = pic_flags(ctx, cc_toolchain)
     linked = emit_device_link(
         ctx,
         rdc = rdc,
         groups = groups,
         toolchain = toolchain,
         cc_toolchain = cc_toolchain,
+        host_flags = pic,
     )
-    feature_configuration = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
-    )
+    feature_configuration = configure_cc_features(ctx, cc_toolchain)
     linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
         actions = ctx.actions,
         feature_configuration = feature_configuration,
         cc_toolchain = cc_toolchain,
-        compilation_outputs = cc_common.create_compilation_outputs(
-            objects = depset([linked.obj]),
-            pic_objects = depset([linked.obj]),
-        ),
+        compilation_outputs = compilation_outputs([linked.obj], bool(pic)),
         # The registration functions the rdc objects call are defined here: keep it
         # whatever the link order.
         alwayslink = True,

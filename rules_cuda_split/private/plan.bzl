@@ -260,10 +260,12 @@ def file_name(stem, role):
 
 # Every action the rules emit, by its steps' kinds joined with "+" (source_actions): its
 # mnemonic, its progress message, the toolchain's step_files it reads besides the host
-# compiler (nvcc's dryrun asks it for its version: every action), and whether it reads
-# the source and its headers. Compile actions format `progress` with (source, arch); the
-# device link's and mono's arguments are given beside each. Python's table of mnemonics
-# is tools/cuda_split/plan.py: MNEMONICS.
+# compiler (nvcc's dryrun asks it for its version: every action), whether it reads
+# the source and its headers, and whether one of its steps runs the host compiler (gcc
+# -E or -c: the steps that the host compiler's flags, `-Xcompiler`, reach; nvcc plans
+# the others' commands the same without them). Compile actions format `progress` with
+# (source, arch); the device link's and mono's arguments are given beside each. Python's
+# table of mnemonics is tools/cuda_split/plan.py: MNEMONICS.
 ACTIONS = {
     # The host preprocess, cudafe++ and the device preprocess of every arch: the steps
     # that read the source and its headers and see every arch of the build.
@@ -272,6 +274,7 @@ ACTIONS = {
         progress = "Preprocessing %s%s for the host and the device (gcc -E, cudafe++)",
         sdk_files = ["headers", "cudafe"],
         reads_source = True,
+        host_compiler = True,
     ),
     # With device_arch_list=per_arch, the device preprocess sees its own arch only and
     # runs in an action of its own.
@@ -280,24 +283,28 @@ ACTIONS = {
         progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
         sdk_files = ["headers", "cudafe"],
         reads_source = True,
+        host_compiler = True,
     ),
     DEVICE_PREPROCESS: struct(
         mnemonic = "CudaDevicePreprocess",
         progress = "Preprocessing %s for %s (device)",
         sdk_files = ["headers"],
         reads_source = True,
+        host_compiler = True,
     ),
     CICC: struct(
         mnemonic = "CudaCicc",
         progress = "Compiling %s for %s (cicc)",
         sdk_files = ["cicc"],
         reads_source = False,
+        host_compiler = False,
     ),
     PTXAS: struct(
         mnemonic = "CudaPtxas",
         progress = "Assembling %s for %s (ptxas)",
         sdk_files = ["ptxas"],
         reads_source = False,
+        host_compiler = False,
     ),
     # The host compile's input is preprocessed: only crt/host_runtime.h and its
     # includes are read (host_headers, no CCCL).
@@ -306,6 +313,7 @@ ACTIONS = {
         progress = "Packing the fatbinary of %s%s and compiling its host code",
         sdk_files = ["fatbinary", "host_headers"],
         reads_source = False,
+        host_compiler = True,
     ),
     # (source, the virtual archs)
     MONO: struct(
@@ -313,6 +321,7 @@ ACTIONS = {
         progress = "Compiling %s for %s (nvcc, all archs)",
         sdk_files = ["compiler"],
         reads_source = True,
+        host_compiler = True,
     ),
     # The device link reads the toolchain's link_files. (binary, real arch, " -dlto" or "")
     NVLINK: struct(
@@ -320,6 +329,7 @@ ACTIONS = {
         progress = "Device-linking %s for %s (nvlink%s)",
         sdk_files = ["link"],
         reads_source = False,
+        host_compiler = False,
     ),
     # (binary)
     REGISTER: struct(
@@ -327,6 +337,7 @@ ACTIONS = {
         progress = "Listing the relocatable modules of %s",
         sdk_files = ["link"],
         reads_source = False,
+        host_compiler = False,
     ),
     # (binary)
     LINK_FATBINARY: struct(
@@ -334,6 +345,7 @@ ACTIONS = {
         progress = "Packing the device-linked fatbinary of %s",
         sdk_files = ["link"],
         reads_source = False,
+        host_compiler = False,
     ),
     # (binary)
     LINK_HOST_COMPILE: struct(
@@ -341,6 +353,7 @@ ACTIONS = {
         progress = "Compiling the device-link stub of %s",
         sdk_files = ["link"],
         reads_source = False,
+        host_compiler = True,
     ),
 }
 
