@@ -142,3 +142,28 @@ def test_each_predicted_step_is_found_in_the_dryrun_of_its_own_flags(
     for step in plan_bzl.source_steps(spec, per_arch_list):
         plan = _dryrun([*step.nvcc_flags, *rdc])
         assert plan.find(step.kind, step.arch).kind == step.kind
+
+
+def test_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> None:
+    """plan.bzl's `host_compiler`: an action gets the host compiler's flags (`-Xcompiler`:
+    compilation mode, host_copts, PIC) exactly when one of its steps is a command into
+    which nvcc's dryrun puts them; the others' commands are the same without them, so
+    their action keys need not hold them."""
+    tables = plan_bzl.evaluate(
+        "print(json.encode({k: a.host_compiler for k, a in ACTIONS.items()}))\n"
+    )
+    marker = "-DRULES_CUDA_SPLIT_HOST_FLAG"
+    flags = ["-gencode=arch=compute_90,code=[compute_90,sm_90]"]
+    plain = _dryrun(flags)
+    marked = _dryrun([*flags, f"-Xcompiler={marker}"])
+    gets = {s.kind for s in marked.steps if any(marker in a for a in s.argv)}
+    for kind in planlib.STEP_KINDS:
+        if kind not in gets:
+            # nvcc plans this step the same with and without the host compiler's flags.
+            (before,) = [s for s in plain.steps if s.kind == kind][:1]
+            (after,) = [s for s in marked.steps if s.kind == kind][:1]
+            assert len(before.argv) == len(after.argv), kind
+    for key, host_compiler in tables.items():
+        kinds = set(key.split("+"))
+        if kinds <= set(planlib.STEP_KINDS):
+            assert host_compiler == bool(kinds & gets), (key, gets)
