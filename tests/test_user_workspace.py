@@ -1,8 +1,8 @@
 """A user's own workspace, outside this repository, set up with exactly the README's
 snippets: a `cuda_library` of its own, one in an external repository (root-relative
 include, one source in two targets), a `.cpp` source compiled as CUDA, a `cc_binary`
-including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, its output groups, built
-with `-c dbg` and `-c opt`.
+including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, a shared object, its
+output groups, built with `-c dbg` and `-c opt`.
 
 The WORKSPACE and BUILD text come from README.md's blocks marked
 `<!-- user-workspace: NAME -->`, so the README cannot drift from what works. The offline
@@ -38,7 +38,11 @@ __global__ void saxpy_kernel(int n, float a, const float* x, float* y) {
   if (i < n) y[i] = a * x[i] + y[i];
 }
 
+// A mutable global: a shared object needs it PIC (libsaxpy.so in README's BUILD).
+int saxpy_calls = 0;
+
 void saxpy(int n, float a, const float* x, float* y) {
+  ++saxpy_calls;
   saxpy_kernel<<<(n + 255) / 256, 256>>>(n, a, x, y);
 }
 
@@ -226,6 +230,11 @@ def test_readme_workspace_builds(
     ).read_bytes()
     # The .cpp source went through the split (per-arch PTX), and the binaries run.
     assert (bin_dir / "misc/_cuda/mixed/mixed_cpp/mixed.compute_90.ptx").is_file()
+    # The shared object links (the library's objects are PIC) with no text relocations.
+    dynamic = subprocess.run(
+        ["readelf", "-d", str(bin_dir / "libsaxpy.so")], capture_output=True, text=True, check=True
+    ).stdout
+    assert "(NEEDED)" in dynamic and "TEXTREL" not in dynamic, dynamic
     for exe in ("misc/app", "saxpy_main", "tool"):
         proc = subprocess.run([str(bin_dir / exe)], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, (exe, proc.stdout, proc.stderr)
