@@ -262,10 +262,10 @@ def test_durations_are_noted_per_source_and_merged(tmp_path) -> None:
     cache.record_durations("/src/b.cu", {"cicc:compute_90": 1.0})
     # The next build's hits ran nothing: the steps it ran replace theirs, the rest stay.
     cache.record_durations("/src/a.cu", {"host_compile:": 4.0})
-    assert cache.durations("/src/a.cu") == {"cicc:compute_90": 12.35, "host_compile:": 4.0}
+    assert cache.durations("/src/a.cu") == {"cicc:compute_90": 12.345, "host_compile:": 4.0}
     assert cache.durations("/src/b.cu") == {"cicc:compute_90": 1.0}
     path = next(
-        p for p in (tmp_path / "c" / "durations").glob("*/*.json") if "12.35" in p.read_text()
+        p for p in (tmp_path / "c" / "durations").glob("*/*.json") if "12.345" in p.read_text()
     )
     for torn in (b'{"cicc:compute_90": 1', b"[1, 2]", b'{"cicc:": "x"}'):
         path.write_bytes(torn)  # a torn or foreign note ranks by the estimates, not a crash
