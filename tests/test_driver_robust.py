@@ -1,7 +1,9 @@
-"""nvcc-split when its cache cannot be written, and when interrupted (Ctrl-C)."""
+"""nvcc-split when its cache cannot be written, when interrupted (Ctrl-C), when -MF names a
+missing directory, and with spaces in paths."""
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -13,7 +15,7 @@ import time
 
 from conftest import REPO
 from cuda_split import cache as cachelib
-from cuda_split import file_notes
+from cuda_split import driver, file_notes
 
 ARGS = ["-ccbin", "/usr/bin/gcc", "-I.", "-gencode", "arch=compute_80,code=sm_80"]
 ARGS += ["-gencode", "arch=compute_90,code=sm_90", "-c", "examples/saxpy/saxpy.cu"]
@@ -290,3 +292,83 @@ def test_a_compile_notes_what_its_steps_took_and_hits_keep_theirs(sdk, tmp_path)
     # cicc and ptxas hit the second time: their seconds are the first build's.
     assert second["cicc:compute_80"] == first["cicc:compute_80"]
     assert second["ptxas:sm_80"] == first["ptxas:sm_80"]
+
+
+def test_ctrl_c_during_cicc_leaves_no_temporary_files(sdk, tmp_path) -> None:
+    """cicc writes `*.lgenfe.bc` files into $TMPDIR and, interrupted, leaves them (nvcc
+    removes them after it): the driver gives its tools a TMPDIR in its work directory."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--no-cache", "--slot-pool", str(tmp_path / "pool"), "--"]
+    argv += [*ARGS, "-o", str(tmp_path / "x.o")]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"), TMPDIR=str(tmp))
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp.rglob("*lgenfe*")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the compile ended before the interrupt"
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C, while cicc runs
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_dependency_file_in_a_missing_directory_fails_as_nvcc(sdk, tmp_path) -> None:
+    """nvcc checks -MF's directory before it compiles: the driver leaves the command to
+    it once the dryrun names the file, so nvcc's message and exit status come at once."""
+    nvcc = str(sdk / "bin" / "nvcc")
+    args = [*ARGS, "-MD", "-MF", str(tmp_path / "missing" / "x.d"), "-o", str(tmp_path / "x.o")]
+    theirs = subprocess.run([nvcc, *args], cwd=REPO, capture_output=True, text=True, check=False)
+    table = tmp_path / "steps.csv"
+    ours = subprocess.run(
+        [sys.executable, "-m", "cuda_split.driver", "--nvcc", nvcc, "--table", str(table)]
+        + ["--no-cache", "--", *args],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "tools")),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert theirs.returncode != 0 and str(tmp_path / "missing" / "x.d") in theirs.stderr
+    assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr)
+    assert not (tmp_path / "x.o").exists()
+    (row,) = list(csv.DictReader(table.open()))  # no step of the split ran
+    assert (row["kind"], row["cache"]) == ("nvcc", "passthrough")
+
+
+def test_paths_with_spaces_are_split_and_cached(sdk, tmp_path) -> None:
+    """A source, an include directory and an output with spaces: split (nvcc's plan
+    quotes the names), the object nvcc --keep's, the dependency file nvcc's (spaces
+    written `\\ `), every cached step a hit the second time."""
+    nvcc = str(sdk / "bin" / "nvcc")
+    (tmp_path / "inc d").mkdir()
+    (tmp_path / "inc d" / "v.h").write_text("#define V 3\n")
+    (tmp_path / "a b.cu").write_text('#include "v.h"\n__global__ void k(int *p) { *p = V; }\n')
+    args = ["-ccbin", "/usr/bin/gcc", "-I", "inc d", "-arch=sm_90", "-c", "a b.cu", "-MD"]
+    (tmp_path / "keep").mkdir()
+    keep = ["--keep", "--keep-dir", "keep", "-o", "nvcc o.o", "-MF", "nvcc o.d"]
+    subprocess.run([nvcc, *args, *keep], cwd=tmp_path, check=True, capture_output=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    driver_argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", nvcc, "--table-append"]
+    driver_argv += ["--cache-dir", str(tmp_path / "cache"), "--table", "steps.csv", "--"]
+    for _ in range(2):
+        subprocess.run(
+            [*driver_argv, *args, "-o", "split o.o", "-MF", "split o.d"],
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    assert (tmp_path / "split o.o").read_bytes() == (tmp_path / "nvcc o.o").read_bytes()
+    dep = (tmp_path / "split o.d").read_text()
+    assert dep == (tmp_path / "nvcc o.d").read_text().replace("nvcc o.o", "split o.o")
+    assert "a\\ b.cu" in dep and "inc\\ d/v.h" in dep
+    rows = list(csv.DictReader((tmp_path / "steps.csv").open()))
+    cached = (*driver.CACHED_KINDS, *driver.PREPROCESS_KINDS)
+    assert {r["cache"] for r in rows} - {"off"} == {"miss", "hit"}  # split, not passed on
+    second = rows[len(rows) // 2 :]
+    assert {r["cache"] for r in second if r["kind"] in cached} == {"hit"}

@@ -11,13 +11,10 @@ part of `//tools:step_runner`.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 
 from cuda_split import plan as planlib
-
-_KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
 
 class StepCommand:
@@ -109,7 +106,7 @@ class StepCommand:
                 arg = self.orig_src_path_name
             elif keep in arg:
                 # Whole arguments, `--flag=PATH`, `file=PATH` and `-DNAME="PATH"` forms.
-                arg = _KEEP_PATH.sub(lambda m: self._map_path(m.group(0)), arg)
+                arg = planlib.replace_keep_paths(arg, self.plan.roles, self._map_path)
                 arg = self._sdk_relative(arg)
             else:
                 arg = self._sdk_relative(arg)

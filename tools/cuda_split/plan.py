@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 # The directory nvcc is told to keep its intermediate files in. It never exists: the
 # dryrun only prints names under it, which identify the files passed between steps.
@@ -112,6 +112,7 @@ def file_name(stem: str, role: str) -> str:
 SCRATCH = "scratch"
 
 _ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_FILTER_DEPENDENCIES = re.compile(r"-- Filter Dependencies --(?: > (.+))?")
 _VAR = re.compile(r"\$\(?([A-Za-z_][A-Za-z0-9_]*)\)?")
 
 
@@ -242,13 +243,15 @@ def parse_plan(text: str) -> Plan:
         if m:
             env.append((m.group(1), m.group(2)))
             continue
-        argv = shlex.split(line)
-        if argv[:1] == ["--"]:
-            # A pseudo-step nvcc runs in-process: `-- Filter Dependencies -- [> FILE]`.
-            if " ".join(argv[1:3]) != "Filter Dependencies":
+        if line.startswith("-- "):
+            # A pseudo-step nvcc runs in-process: `-- Filter Dependencies -- [> FILE]`,
+            # FILE as given (nvcc does not quote it: `> out dir/x.d`).
+            m = _FILTER_DEPENDENCIES.fullmatch(line)
+            if m is None:
                 raise PlanError(f"unknown pseudo-step in nvcc's plan: {line}")
-            dep_file = argv[argv.index(">") + 1] if ">" in argv[:-1] else "-"
+            dep_file = m.group(1) or "-"
             continue
+        argv = shlex.split(line)
         if not argv or os.path.basename(argv[0]) == "rm":
             continue
         argv[0] = _expand(argv[0], dict(env))
@@ -274,6 +277,43 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
         if a.startswith(flag + "="):
             return a[len(flag) + 1 :]
     return None
+
+
+_KEEP_PATH = re.compile(re.escape(KEEP_DIR) + r'/[^"\s,]+')
+
+
+def keep_paths(arg: str, roles: Mapping[str, str]) -> list[tuple[int, int]]:
+    """Where `arg` names files of the keep directory, as (start, end) spans: a file of
+    the plan (`roles`) whole, spaces included (source `a b.cu`: `KEEP_DIR/a b.ptx`),
+    anything else under the keep directory up to a quote, a comma or a space."""
+    spans = []
+    prefix = KEEP_DIR + "/"
+    pos = arg.find(prefix)
+    while pos >= 0:
+        ends = [
+            pos + len(path)
+            for path in roles
+            if arg.startswith(path, pos)
+            and (
+                pos + len(path) == len(arg)
+                or arg[pos + len(path)] in '",'
+                or arg[pos + len(path)].isspace()
+            )
+        ]
+        match = _KEEP_PATH.match(arg, pos)
+        end = max(ends) if ends else (match.end() if match else pos + len(prefix))
+        spans.append((pos, end))
+        pos = arg.find(prefix, end)
+    return spans
+
+
+def replace_keep_paths(arg: str, roles: Mapping[str, str], new: Callable[[str], str]) -> str:
+    """`arg` with each keep-directory file (see keep_paths) replaced by `new(path)`."""
+    out, last = [], 0
+    for start, end in keep_paths(arg, roles):
+        out += [arg[last:start], new(arg[start:end])]
+        last = end
+    return "".join(out) + arg[last:]
 
 
 def _classify(argv: list[str]) -> Step:

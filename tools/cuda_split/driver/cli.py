@@ -129,6 +129,9 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
         raise Unsplittable(f"nvcc's plan does not preprocess {src} as given")
     if plan.dep_file == "-" or (plan.dep_file is not None) != inv.dep_md:
         raise Unsplittable("the dependency file is not one the driver writes")
+    if plan.dep_file and not os.path.isdir(os.path.dirname(plan.dep_file) or "."):
+        # nvcc checks before it compiles: its message and exit status, at once.
+        raise Unsplittable(f"no directory for the dependency file {plan.dep_file}")
     here = plan.env_dict().get("_HERE_", os.path.dirname(opts.nvcc))
     work_dir, lock = _work_dir(out or src)
     try:
@@ -170,8 +173,14 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
                 phony=inv.dep_phony,
                 included=runner.texts.included,
             )
-            with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
-                f.write(text)
+            try:
+                with open(plan.dep_file, "w", encoding="utf-8", errors="surrogateescape") as f:
+                    f.write(text)
+            except OSError as e:
+                say(f"cannot write the dependency file {plan.dep_file}: {e.strerror}")
+                with contextlib.suppress(OSError):
+                    os.unlink(out or "")
+                rc = 1
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         os.close(lock)

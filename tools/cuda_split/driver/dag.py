@@ -13,11 +13,9 @@ from cuda_split.driver.common import Node, Unsplittable
 # File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
 _ROLE_SUFFIXES = {"stub": planlib.PER_ARCH_NAMES["stub"]}
 
-_KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 
-
-def _mentioned(argv: Sequence[str]) -> list[str]:
-    return [m.group(0) for a in argv for m in _KEEP_PATH.finditer(a)]
+def _mentioned(argv: Sequence[str], roles: dict[str, str]) -> list[str]:
+    return [a[start:end] for a in argv for start, end in planlib.keep_paths(a, roles)]
 
 
 _REDIRECT = re.compile(r"^[12]?>>?(.*)$")
@@ -67,7 +65,7 @@ def build_dag(
     writer: dict[str, int] = {}  # role -> node
     for i, step in enumerate(plan.steps):
         strip_redirections(step)
-        for path in _mentioned(step.argv):
+        for path in _mentioned(step.argv, plan.roles):
             if path not in plan.roles:
                 raise Unsplittable(f"no role for {path} in nvcc's plan")
         try:
@@ -77,7 +75,7 @@ def build_dag(
         by_path = {p: r for r, p in files.items()}
         outputs = {by_path[p]: p for p in cmd.outputs}
         inputs = {}
-        for path in _mentioned(step.argv):
+        for path in _mentioned(step.argv, plan.roles):
             role = plan.roles[path]
             if role in files and role not in outputs:
                 inputs[role] = files[role]

@@ -132,7 +132,7 @@ def dependency_text(
             if name in seen or (is_system and not system):
                 continue
             seen.add(name)
-            deps.append(name)
+            deps.append(name.replace(" ", "\\ "))  # as nvcc writes them (not the target)
     text = f"{target} : " + " \\\n    ".join(deps) + "\n"
     if phony and len(deps) > 1:
         text += "\n" + "\n\n".join(f"{d}:" for d in deps[1:]) + "\n"

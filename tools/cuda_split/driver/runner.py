@@ -102,6 +102,10 @@ class Runner:
         self._compilers: dict[str, str] = {}
         self._tools: dict[str, str] = {}  # realpath -> sha256, without a cache
         self.scratch_dir = os.path.join(work_dir, "scratch")
+        # The tools' own temporary files (cicc's .lgenfe.bc), gone with the work dir even
+        # when a tool is interrupted before it removes them (nvcc removes its own).
+        self.tool_tmp = os.path.join(work_dir, "tmp")
+        os.makedirs(self.tool_tmp, exist_ok=True)
         here = env.get("_HERE_", os.path.dirname(opts.nvcc))
         self.sdk_top = os.path.realpath(os.path.join(here, os.pardir))
         self._specs: dict[int, HermeticStep] = {}
@@ -524,6 +528,7 @@ class Runner:
         argv = node.cmd.argv
         env = dict(os.environ)
         env.update(node.cmd.env)
+        env["TMPDIR"] = self.tool_tmp
         if self.opts.verbose:
             say(f"run {node.label}: {shlex.join(argv)}")
         node.rc, node.stdout, node.stderr, cpu = run_tool(argv, env)
