@@ -21,7 +21,13 @@ from cuda_split.driver.common import Unsplittable, append_json_line, say
 from cuda_split.driver.dag import build_dag
 from cuda_split.driver.executor import load_limit, open_pool
 from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dependency_text
-from cuda_split.driver.options import Options, _driver_parser, parse_driver_args, split_command_line
+from cuda_split.driver.options import (
+    NvccNotFound,
+    Options,
+    _driver_parser,
+    parse_driver_args,
+    split_command_line,
+)
 from cuda_split.driver.reports import graph_text, table_rows, write_table
 from cuda_split.driver.runner import Runner
 
@@ -198,7 +204,11 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     driver_argv, compiler, args = split_command_line(argv)
-    opts = parse_driver_args(driver_argv, compiler)
+    try:
+        opts = parse_driver_args(driver_argv, compiler)
+    except NvccNotFound as e:
+        say(str(e))
+        return 1
     if opts is None:  # --stats
         return print_stats(driver_argv)
     inv = analyze(args)

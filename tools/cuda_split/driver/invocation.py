@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from cuda_split import archlist, nvcc_options
+from cuda_split.driver.options_file import expand_options_files
 
 # ---------------------------------------------------------------------------------------
 # nvcc's command line
@@ -74,11 +75,14 @@ class Invocation:
 
 
 def analyze(args: Sequence[str]) -> Invocation:
-    """Read an nvcc command line and decide whether the driver can split it."""
-    options = read_options(args)
+    """Read an nvcc command line and decide whether the driver can split it. The
+    options files it names are read in (`args` stays as given: nvcc's dryrun reads them)."""
+    expanded, unread = expand_options_files(args, read_options)
+    options = read_options(expanded)
     names = {o.name for o in options}
     inputs = [o.value for o in options if o.name == "" and o.value]
     reasons = [f"{PASSTHROUGH[n]} is not split" for n in PASSTHROUGH if n in names]
+    reasons += unread
     lang = [o.value for o in options if o.name == "x"]
     if lang and lang[-1] != "cu":
         reasons.append(f"-x {lang[-1]} is not CUDA")

@@ -173,49 +173,86 @@ def _driver_parser() -> argparse.ArgumentParser:
     return p
 
 
-# Driver options that take a value (to find where the driver's arguments end).
-_DRIVER_VALUE_OPTIONS = {
-    "--nvcc",
-    "-j",
-    "--jobs",
-    "--load-average",
-    "--slot-pool",
-    "--trace",
-    "--cache-dir",
-    "--cache-max-size",
-    "--remote",
-    "--remote-instance",
-    "--remote-exec-property",
-    "--graph",
-    "--table",
-}
+# What nvcc reads as an input file, by suffix: a first argument that is not a driver
+# option and ends so is a source of the compiler form, not the compiler of the launcher's.
+_NVCC_INPUT_SUFFIXES = (
+    ".cu", ".c", ".cc", ".cpp", ".cxx", ".c++", ".i", ".ii", ".cup", ".gpu", ".ptx",
+    ".cubin", ".fatbin", ".ltoir", ".optixir", ".o", ".obj", ".a", ".lib", ".so", ".res",
+)  # fmt: skip
+
+
+class NvccNotFound(Exception):
+    """The real nvcc named (or found on PATH) cannot be run: one line for the user."""
+
+
+def _driver_options() -> dict[str, bool]:
+    """The driver's option strings -> whether each takes a value."""
+    return {s: a.nargs != 0 for a in _driver_parser()._actions for s in a.option_strings}
 
 
 def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
-    """(driver args, compiler named by the launcher form or None, nvcc args)."""
+    """(driver args, compiler named by the launcher form or None, nvcc args).
+
+    The driver's own options come first; `--` ends them. Then a word that is not an
+    nvcc input (`/usr/bin/nvcc`, `nvcc`) names the compiler of the launcher form
+    (CMAKE_CUDA_COMPILER_LAUNCHER); anything else (`--version`, `-v`, `-x cu`, `x.cu`)
+    begins nvcc's arguments: the compiler form (CMAKE_CUDA_COMPILER=nvcc-split), whose
+    nvcc comes from --nvcc, $CUDA_SPLIT_NVCC or PATH.
+    """
+    takes_value = _driver_options()
     i = 0
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
             return list(argv[:i]), None, list(argv[i + 1 :])
-        if not tok.startswith("-"):
+        name, eq, _ = tok.partition("=")
+        if name in takes_value and (takes_value[name] or not eq):
+            i += 2 if takes_value[name] and not eq else 1
+        elif re.fullmatch(r"-j[0-9]+", tok):
+            i += 1
+        elif not tok.startswith("-") and not tok.endswith(_NVCC_INPUT_SUFFIXES):
             return list(argv[:i]), tok, list(argv[i + 1 :])
-        i += 2 if tok in _DRIVER_VALUE_OPTIONS else 1
+        else:
+            return list(argv[:i]), None, list(argv[i:])
     return list(argv), None, []
 
 
+def find_nvcc(compiler: str | None, option: str) -> str:
+    """The real nvcc: the launcher's compiler, else --nvcc, else $CUDA_SPLIT_NVCC, else
+    nvcc on PATH. Raises NvccNotFound (naming it and where it came from)."""
+    env = os.environ.get("CUDA_SPLIT_NVCC", "")
+    nvcc, origin = next(
+        (value, origin)
+        for value, origin in (
+            (compiler, "the launcher's compiler"),
+            (option, "--nvcc"),
+            (env, "$CUDA_SPLIT_NVCC"),
+            ("nvcc", "PATH"),
+        )
+        if value
+    )
+    if "/" not in nvcc:
+        found = shutil.which(nvcc)
+        if not found:
+            raise NvccNotFound(
+                f"no '{nvcc}' on PATH ({origin}): name the real nvcc with --nvcc or "
+                "$CUDA_SPLIT_NVCC"
+            )
+        return found
+    if not os.path.exists(nvcc):
+        raise NvccNotFound(f"{origin} {nvcc}: no such file")
+    if not os.path.isfile(nvcc) or not os.access(nvcc, os.X_OK):
+        raise NvccNotFound(f"{origin} {nvcc}: not an executable file")
+    return nvcc
+
+
 def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options | None:
-    """The driver's options; None for --stats (which needs no nvcc)."""
+    """The driver's options; None for --stats (which needs no nvcc). Raises NvccNotFound."""
     p = _driver_parser()
     ns = p.parse_args(list(driver_argv))
     if ns.stats:
         return None
-    nvcc = compiler or ns.nvcc or os.environ.get("CUDA_SPLIT_NVCC", "") or "nvcc"
-    if "/" not in nvcc:
-        found = shutil.which(nvcc)
-        if not found:
-            p.error(f"no '{nvcc}' on PATH: name the real nvcc with --nvcc or $CUDA_SPLIT_NVCC")
-        nvcc = found
+    nvcc = find_nvcc(compiler, ns.nvcc)
     try:
         max_size = cachelib.parse_size(ns.cache_max_size)
     except ValueError as e:
