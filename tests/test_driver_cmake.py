@@ -1,5 +1,16 @@
-"""nvcc-split as CMake's CUDA compiler launcher, on a real project: ggml's CUDA backend
-from the pinned llama-cpp-python sdist (tests/corpus.py).
+"""nvcc-split under CMake: in every set-up on a tiny project, and as the launcher on a
+real one.
+
+A tiny project (two small .cu files, one with a space in its name, two include
+directories, one arch) is configured and built with each generator, Unix Makefiles
+(which passes include directories through --options-file) and Ninja, three ways: plain
+nvcc (with --keep through a launcher, for reproducible objects), nvcc-split as
+CMAKE_CUDA_COMPILER_LAUNCHER, nvcc-split as CMAKE_CUDA_COMPILER (CMake's compiler
+detection runs through it). Every compile must be split, every object and dependency
+file nvcc's.
+
+The real project is ggml's CUDA backend from the pinned llama-cpp-python sdist
+(tests/corpus.py).
 
 A small CMake project adds ggml as a subdirectory (ggml's own toolchain detection, flags
 and definitions) and builds a shared library of a few ggml-cuda sources with exactly the
@@ -25,6 +36,7 @@ import csv
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -234,3 +246,147 @@ def test_ggml_subset_with_launcher_equals_nvcc(sdk: pathlib.Path, tmp_path: path
         assert "passthrough" not in {r["cache"] for r in rows}
         assert {r["cache"] for r in rows if r["kind"] in cached} == {expected}, name
         assert sorted({r["arch"] for r in rows if r["kind"] == "ptxas"}) == ["sm_80", "sm_90"]
+
+
+# ---------------------------------------------------------------------------------------
+# A tiny project in each CMake set-up: nvcc, nvcc-split as the launcher, nvcc-split as
+# the compiler, under both generators.
+
+TINY = {
+    "CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.18)
+project(tiny CUDA)
+add_library(tiny OBJECT a.cu "b c.cu")
+# Two include directories, one with a space: Unix Makefiles passes them through
+# --options-file.
+target_include_directories(tiny PRIVATE inc "inc d")
+set_target_properties(tiny PROPERTIES CUDA_ARCHITECTURES 90-real)
+""",
+    "inc/a.h": "#define A_VALUE 2\n",
+    "inc d/b.h": "#define B_VALUE 3\n",
+    "a.cu": '#include "a.h"\n__global__ void a_kernel(int *p) { *p = A_VALUE; }\n',
+    "b c.cu": '#include "b.h"\n__global__ void b_kernel(int *p) { *p = B_VALUE; }\n',
+}
+TINY_SOURCES = ("a.cu", "b c.cu")
+
+# nvcc-split as CMAKE_CUDA_COMPILER: one executable that names its nvcc and options
+# (CMake 3.25 runs its toolkit probe, `COMPILER -v`, without a list form's arguments).
+SPLIT_COMPILER = """\
+#!/bin/sh
+exec {python} -m cuda_split.driver --nvcc {nvcc} --cache-dir {cache} \\
+    --table {table} --table-append "$@"
+"""
+
+
+def _tiny_project(root: pathlib.Path) -> pathlib.Path:
+    for name, text in TINY.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _executable(path: pathlib.Path, text: str) -> str:
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _objects(build: pathlib.Path) -> dict[str, bytes]:
+    """The tiny target's objects and dependency files, by path in the build dir (Ninja
+    reads the dependency files into its log and removes them: what it read, then)."""
+    found = {}
+    for path in (build / "CMakeFiles" / "tiny.dir").rglob("*"):
+        if path.name.endswith((".o", ".o.d")):
+            found[path.relative_to(build).as_posix()] = path.read_bytes()
+    if (build / "build.ninja").exists():
+        deps = subprocess.run(
+            ["ninja", "-C", str(build), "-t", "deps"], capture_output=True, check=True
+        ).stdout
+        # A block per object, in the order they finished.
+        blocks = re.sub(rb"deps mtime \d+", b"deps mtime T", deps).strip().split(b"\n\n")
+        found["ninja -t deps"] = b"\n\n".join(sorted(blocks))
+    return found
+
+
+@pytest.fixture(scope="module")
+def cuda_view(sdk: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return toolkit_view(sdk, tmp_path_factory.mktemp("cuda") / "cuda")
+
+
+@pytest.mark.parametrize("generator", ["Unix Makefiles", "Ninja"])
+def test_tiny_project_in_each_cmake_setup(
+    generator: str, cuda_view: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """nvcc (the reference: nvcc --keep, stable names), nvcc-split as
+    CMAKE_CUDA_COMPILER_LAUNCHER and as CMAKE_CUDA_COMPILER, each configured and built
+    with `-j 2`: every compile of the two sources is split (a space in one's path, the
+    include directories in --options-file under Unix Makefiles), every object and
+    dependency file is the reference's byte for byte."""
+    tool = {"Unix Makefiles": "make", "Ninja": "ninja"}[generator]
+    if not (shutil.which("cmake") and shutil.which(tool)):
+        pytest.skip(f"needs cmake and {tool} (apt: cmake {tool.replace('ninja', 'ninja-build')})")
+    project = _tiny_project(tmp_path / "project")
+    keep = _executable(tmp_path / "keep.sh", KEEP_LAUNCHER)
+    split = [sys.executable, "-m", "cuda_split.driver", "--table-append"]
+    compiler = _executable(
+        tmp_path / "nvcc-split-compiler",
+        SPLIT_COMPILER.format(
+            python=sys.executable,
+            nvcc=cuda_view,
+            cache=tmp_path / "compiler-cache",
+            table=tmp_path / "compiler.csv",
+        ),
+    )
+    setups = {
+        "nvcc": [f"-DCMAKE_CUDA_COMPILER={cuda_view}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={keep}"],
+        "launcher": [
+            f"-DCMAKE_CUDA_COMPILER={cuda_view}",
+            "-DCMAKE_CUDA_COMPILER_LAUNCHER="
+            + ";".join(
+                [*split, "--cache-dir", str(tmp_path / "launcher-cache")]
+                + ["--table", str(tmp_path / "launcher.csv")]
+            ),
+        ],
+        "compiler": [f"-DCMAKE_CUDA_COMPILER={compiler}"],
+    }
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    env.pop("CUDA_SPLIT_NVCC", None)
+    env.pop("MAKEFLAGS", None)
+    builds = {name: tmp_path / name for name in setups}
+    logs = {name: tmp_path / f"{name}.log" for name in setups}
+    configure = ["cmake", "-G", generator, "-S", str(project)]
+    configure += ["-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++"]
+    _wait(
+        {
+            name: _run([*configure, "-B", str(builds[name]), *flags], env, logs[name])
+            for name, flags in setups.items()
+        },
+        logs,
+    )
+    assert "The CUDA compiler identification is NVIDIA" in logs["compiler"].read_text()
+    _wait(
+        {n: _run(["cmake", "--build", str(b), "-j", "2"], env, logs[n]) for n, b in builds.items()},
+        logs,
+    )
+
+    reference = _objects(builds["nvcc"])
+    deps = ("ninja -t deps",) if generator == "Ninja" else ()
+    objects = (f"CMakeFiles/tiny.dir/{s.replace(' ', '_')}.o" for s in TINY_SOURCES)
+    assert sorted(reference) == sorted(
+        (*deps, *[o + d for o in objects for d in ("", ".d")[: 1 if deps else 2]])
+    )
+    # The header in the directory with a space, as make and Ninja read it.
+    depfile = "ninja -t deps" if deps else "CMakeFiles/tiny.dir/b_c.cu.o.d"
+    assert (b"inc d/b.h" if deps else b"inc\\ d/b.h") in reference[depfile]
+    for name in ("launcher", "compiler"):
+        ours = _objects(builds[name])
+        assert sorted(ours) == sorted(reference), name
+        differ = [p for p in reference if ours[p] != reference[p]]
+        assert not differ, f"{name}: {differ} differ from nvcc's"
+        with (tmp_path / f"{name}.csv").open() as f:
+            rows = [r for r in csv.DictReader(f) if r["source"].startswith(str(project))]
+        assert {r["source"] for r in rows} == {str(project / s) for s in TINY_SOURCES}, name
+        assert "passthrough" not in {r["cache"] for r in rows}, name
+        cached = (*driver.CACHED_KINDS, *driver.PREPROCESS_KINDS)
+        assert {r["cache"] for r in rows if r["kind"] in cached} == {"miss"}, name
+        assert {r["arch"] for r in rows if r["kind"] == "ptxas"} == {"sm_90"}, name
