@@ -364,6 +364,10 @@ def test_tiny_project_in_each_cmake_setup(
         logs,
     )
     assert "The CUDA compiler identification is NVIDIA" in logs["compiler"].read_text()
+    # The toolkit CMake found through nvcc-split is the real nvcc's (from its `-v`).
+    (detected,) = (builds["compiler"] / "CMakeFiles").glob("*/CMakeCUDACompiler.cmake")
+    root = f'set(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT "{cuda_view.parent.parent}")'
+    assert root in detected.read_text().splitlines()
     _wait(
         {n: _run(["cmake", "--build", str(b), "-j", "2"], env, logs[n]) for n, b in builds.items()},
         logs,
