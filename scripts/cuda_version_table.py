@@ -1,9 +1,10 @@
 """Write rules_cuda_split/private/cuda_versions.bzl, the table of NVIDIA's CUDA wheels.
 
-For each CUDA version in RELEASES and each component (nvcc, nvvm, crt, cudart, cccl and
-the opt-in libraries), the table holds the PyPI wheel's URL, SHA-256, size and the
-directory inside it that is the SDK root, per Linux platform (`linux-x86_64`,
-`linux-sbsa` for aarch64), as `cuda_wheel_sdk_repository` reads it. Nothing in it is
+For each CUDA version in RELEASES and each component of COMPONENTS (the default set:
+nvcc, nvvm, crt, cudart, cccl, the profiler API and NVTX; then the opt-in libraries), the
+table holds the PyPI wheel's URL, SHA-256, size and the directory inside it that is the
+SDK root, per Linux platform (`linux-x86_64`, `linux-sbsa` for aarch64), as
+`cuda_wheel_sdk_repository` reads it. Nothing in it is
 written by hand:
 
 - the component versions are those NVIDIA's `cuda-toolkit` meta-package of the release
@@ -49,21 +50,32 @@ RELEASES: dict[str, dict[str, object]] = {
     "13.5": {"toolkit": "13.5.0", "overrides": {}},
 }
 
-# Component -> (PyPI package, the components it needs at link time).
+# Component -> (PyPI package, the components it needs at link time). The names are the
+# cuda-toolkit meta-package's extras (`cuda-toolkit[cusolver]`).
 COMPONENTS: dict[str, tuple[str, list[str]]] = {
     "nvcc": ("nvidia-cuda-nvcc", []),
     "nvvm": ("nvidia-nvvm", []),
     "crt": ("nvidia-cuda-crt", []),
     "cudart": ("nvidia-cuda-runtime", []),
     "cccl": ("nvidia-cuda-cccl", []),
+    # cuda_profiler_api.h, cudaProfiler.h (cudart's cudaProfilerTypedefs.h includes it).
+    "profiler": ("nvidia-cuda-profiler-api", []),
+    # NVTX 3: include/nvtx3/, header-only (it finds its tool at run time with dlopen).
+    "nvtx": ("nvidia-nvtx", []),
     "cublas": ("nvidia-cublas", []),
     "cufft": ("nvidia-cufft", ["nvjitlink"]),
     "curand": ("nvidia-curand", []),
     "cusparse": ("nvidia-cusparse", ["nvjitlink"]),
+    # libcusolver.so needs libcublas, libcublasLt, libcusparse and libnvJitLink (its
+    # DT_NEEDED; cuda-toolkit[cusolver] pins the same wheels), and cusolverDn.h includes
+    # cublas_api.h, cusolverSp.h cusparse.h.
+    "cusolver": ("nvidia-cusolver", ["cublas", "cusparse", "nvjitlink"]),
+    "cupti": ("nvidia-cuda-cupti", []),
     "nvrtc": ("nvidia-cuda-nvrtc", []),
     "nvjitlink": ("nvidia-nvjitlink", []),
 }
-DEFAULT_COMPONENTS = ["nvcc", "nvvm", "crt", "cudart", "cccl"]
+# What a classic toolkit's include/ holds for the compiler and the runtime.
+DEFAULT_COMPONENTS = ["nvcc", "nvvm", "crt", "cudart", "cccl", "profiler", "nvtx"]
 
 # Wheel platform tag -> NVIDIA's platform name (redistrib JSON's keys).
 PLATFORMS = {"x86_64": "linux-x86_64", "aarch64": "linux-sbsa"}
