@@ -148,3 +148,22 @@ def test_a_wrong_nvcc_is_one_line(argv, extra_env, said, tmp_path) -> None:
         check=False,
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"nvcc-split: {said}\n")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["-c", "x.cu", "-o", "x.o"]])
+def test_an_nvcc_that_fails_to_start_is_one_line(args, tmp_path) -> None:
+    """An executable nvcc whose interpreter is not there: the dryrun cannot run it, and
+    neither can the pass-through, which says so."""
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/nonexistent/interpreter\n")
+    nvcc.chmod(0o755)
+    proc = subprocess.run(
+        [*DRIVER, "--nvcc", str(nvcc), "--", *args],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    said = f"nvcc-split: cannot run {nvcc}: No such file or directory\n"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said)

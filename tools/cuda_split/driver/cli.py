@@ -40,9 +40,17 @@ def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
     if not (opts.table or opts.graph):
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execv(opts.nvcc, argv)
+        try:
+            os.execv(opts.nvcc, argv)
+        except OSError as e:  # checked at the start, but it may still fail to run
+            say(f"cannot run {opts.nvcc}: {e.strerror}")
+            return 1
     start = time.monotonic()
-    rc = subprocess.run(argv, check=False).returncode
+    try:
+        rc = subprocess.run(argv, check=False).returncode
+    except OSError as e:
+        say(f"cannot run {opts.nvcc}: {e.strerror}")
+        rc = 1
     row = {
         "source": " ".join(a for a in args if a.endswith(CUDA_SUFFIXES)),
         "step": "0",
@@ -63,7 +71,10 @@ def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
 def dryrun(opts: Options, args: Sequence[str]) -> tuple[planlib.Plan, list[str]]:
     """nvcc's plan for the command, and the lines it prints besides the plan (warnings)."""
     argv = [opts.nvcc, "--dryrun", "--keep", "--keep-dir", planlib.KEEP_DIR, *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as e:  # nvcc then fails to run the same way, and says so
+        raise Unsplittable(f"nvcc cannot run: {e.strerror}") from e
     if proc.returncode != 0:
         raise Unsplittable(f"nvcc --dryrun failed (exit {proc.returncode})")
     text = proc.stdout + proc.stderr
