@@ -473,3 +473,26 @@ def test_generated_build_for_the_classic_layout_without_cublas(tmp_path: pathlib
     assert targets["toolchain_impl"]["kwargs"]["cudadevrt"] == (
         "targets/x86_64-linux/lib/libcudadevrt.a"
     )
+
+
+def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Path) -> None:
+    # The wheel SDK's component targets: cuSOLVER depends on the targets of the libraries
+    # libcusolver.so links against (those that are made); NVTX 3 has no library.
+    libs = {
+        "cublas": ["lib/libcublas.so.13", "lib/libcublasLt.so.13"],
+        "cusolver": ["lib/libcusolver.so.12"],
+        "nvjitlink": ["lib/libnvJitLink.so.13"],
+        "nvtx": [],
+    }
+    layout = dict(
+        WHEEL_LAYOUT,
+        shared_libs=libs,
+        lib_deps={"cusolver": ["cublas", "cusparse", "nvjitlink"], "nvtx": []},
+    )
+    targets = _targets(_generated_build(tmp_path, layout))
+    cusolver = targets["cusolver"]["kwargs"]
+    assert cusolver["srcs"] == ["lib/libcusolver.so.12"]
+    assert cusolver["deps"] == [":cuda_headers", ":cublas", ":nvjitlink"]
+    assert targets["nvtx"]["kwargs"]["srcs"] == []
+    assert targets["nvtx"]["kwargs"]["deps"] == [":cuda_headers"]
+    assert targets["cublas"]["kwargs"]["deps"] == [":cuda_headers"]

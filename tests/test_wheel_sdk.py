@@ -162,6 +162,10 @@ def test_download_plan_default_set_opt_ins_and_mirror(tmp_path: pathlib.Path) ->
         entry = table["13.5"]["components"][p["component"]]["platforms"]["linux-sbsa"]
         assert p["url"] == "file:///w/" + entry["url"].rsplit("/", 1)[1]
         assert p["sha256"] == entry["sha256"]
+    # cuSOLVER brings what libcusolver.so links against.
+    out = _plan(tmp_path, "CUDA_VERSIONS", '"13.0", ["cusolver"], "linux-x86_64", ""')
+    extra = ["cusolver", "cublas", "cusparse", "nvjitlink"]
+    assert [p["component"] for p in out["plan"]] == [*cvt.DEFAULT_COMPONENTS, *extra]
 
 
 def test_download_plan_errors_name_what_is_missing(tmp_path: pathlib.Path) -> None:
@@ -229,9 +233,14 @@ def test_host_platform_and_component_libs(tmp_path: pathlib.Path) -> None:
         "    host_platform('linux', 'ppc64le'), host_platform('mac os x', 'x86_64'),\n"
         "    component_libs('cufft', ['libcufft.so.12', 'libcufft.so.12.0.0.61',\n"
         "                             'libcufftw.so.12']),\n"
-        "    component_libs('curand', ['libcufft.so.12']), repo_suffix('13.0')]))\n",
+        "    component_libs('curand', ['libcufft.so.12']), repo_suffix('13.0'),\n"
+        "    component_libs('nvtx', []), component_libs('cusolver', ['libcusolverMg.so.12',\n"
+        "                                                            'libcusolver.so.12'])]))\n",
     )
-    assert out == ["linux-x86_64", "linux-sbsa", "", "", {"cufft": ["libcufft.so.12"]}, {}, "13_0"]
+    cufft = {"cufft": ["libcufft.so.12"]}
+    assert out[:7] == ["linux-x86_64", "linux-sbsa", "", "", cufft, {}, "13_0"]
+    # NVTX 3 is header-only: a target with no library.
+    assert out[7:] == [{"nvtx": []}, {"cusolver": ["libcusolver.so.12"]}]
 
 
 # Real Bazel builds with the fetched SDKs.

@@ -258,20 +258,31 @@ def sdk_build_file(template, sdk):
         lib_dir: string, the library directory relative to the repository root;
         libnvvm: list of strings, the libnvvm.so* files (relative), wherever they are;
         shared_libs: dict, target name -> list of relative .so files (only present ones);
+        lib_deps: dict, target name -> the names of other shared_libs targets it needs at
+          link time (optional);
         real_archs, virtual_archs: lists of strings;
         exec_constraints: list of label strings for the toolchain.
 
     Returns:
       string.
     """
+    lib_deps = getattr(sdk, "lib_deps", {})
     shared_libs = "".join([
         """
 cc_library(
     name = "%s",
     srcs = %s,
-    deps = [":cuda_headers"],
+    deps = %s,
 )
-""" % (name, _quote_list(sdk.shared_libs[name], 4))
+""" % (
+            name,
+            _quote_list(sdk.shared_libs[name], 4),
+            _quote_list([":cuda_headers"] + [
+                ":" + dep
+                for dep in lib_deps.get(name, [])
+                if dep in sdk.shared_libs
+            ], 4),
+        )
         for name in sorted(sdk.shared_libs.keys())
     ])
     values = {
@@ -388,7 +399,7 @@ def _normalize_layout(rctx, root, lib_root, libnvvm):
         added.append("nvvm/lib64/libnvvm.so")
     return added
 
-def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}):
+def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}, lib_deps = {}):
     """Makes the repository the SDK at `sdk_path`: symlinks, layout links, BUILD file.
 
     Shared by `cuda_sdk_repository` (an SDK found on the machine) and
@@ -399,7 +410,10 @@ def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}):
       sdk_path: string, the SDK's directory (holding bin/nvcc).
       source: string, how it was found, for the BUILD file's header.
       extra_shared_libs: dict, cc_library name -> list of file names in the SDK's
-        library directory, made a target when all of them exist.
+        library directory, made a target when all of them exist (none: a header-only
+        target).
+      lib_deps: dict, cc_library name -> the names of the targets it needs at link time
+        (those that are made).
     """
     root = rctx.path(sdk_path)
 
@@ -473,6 +487,7 @@ def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}):
         libnvvm = sorted(libnvvm),
         layout_links = layout_links,
         shared_libs = shared_libs,
+        lib_deps = lib_deps,
         real_archs = real_archs,
         virtual_archs = virtual_archs,
         exec_constraints = ["@platforms//os:linux", "@platforms//cpu:" + cpu],

@@ -48,21 +48,38 @@ REDISTRIB_COMPONENTS = {
     "cuda_crt": "crt",
     "cuda_cudart": "cudart",
     "cuda_cccl": "cccl",
+    "cuda_profiler_api": "profiler",
+    "cuda_nvtx": "nvtx",
     "libcublas": "cublas",
     "libcufft": "cufft",
     "libcurand": "curand",
     "libcusparse": "cusparse",
+    "libcusolver": "cusolver",
+    "cuda_cupti": "cupti",
     "cuda_nvrtc": "nvrtc",
     "libnvjitlink": "nvjitlink",
 }
 
+# What a redistrib component needs at link time (the version table has it per entry,
+# from scripts/cuda_version_table.py's COMPONENTS; a manifest does not say).
+_REDISTRIB_REQUIRES = {
+    "cufft": ["nvjitlink"],
+    "cusparse": ["nvjitlink"],
+    "cusolver": ["cublas", "cusparse", "nvjitlink"],
+}
+
 REDISTRIB_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 
-# The libraries of the opt-in components: cc_library name -> file name prefix in lib/.
+# The libraries of the components: cc_library name -> file name prefixes in lib/ (cuBLAS's
+# target is made by configure_sdk_repository, as for an SDK on the machine). NVTX 3 is
+# header-only: its target has no library (NVTX finds a tool at run time with dlopen).
 _COMPONENT_LIBS = {
+    "nvtx": {"nvtx": []},
     "cufft": {"cufft": ["libcufft.so."]},
     "curand": {"curand": ["libcurand.so."]},
     "cusparse": {"cusparse": ["libcusparse.so."]},
+    "cusolver": {"cusolver": ["libcusolver.so."]},
+    "cupti": {"cupti": ["libcupti.so."]},
     "nvrtc": {"nvrtc": ["libnvrtc.so."]},
     "nvjitlink": {"nvjitlink": ["libnvJitLink.so."]},
 }
@@ -89,10 +106,13 @@ HUB_TARGETS = [
     "cudart_static",
     "cudadevrt",
     "cudart_shared",
+    "nvtx",
     "cublas",
     "cufft",
     "curand",
     "cusparse",
+    "cusolver",
+    "cupti",
     "nvrtc",
     "nvjitlink",
     "toolchain_impl",
@@ -167,7 +187,7 @@ def download_plan(table, version, components, platform, base_url):
 
     Returns:
       (list of structs (component, package, version, urls, sha256, type, strip_prefix,
-      size), error string or "").
+      size, requires: the components it needs at link time), error string or "").
     """
     names, err = wanted_components(table, version, components)
     if err:
@@ -198,6 +218,7 @@ def download_plan(table, version, components, platform, base_url):
             type = f.get("type", "zip"),
             strip_prefix = f.get("strip_prefix", ""),
             size = f.get("size", 0),
+            requires = entry.get("requires", []),
         ))
     return plan, ""
 
@@ -218,6 +239,7 @@ def redistrib_table(redistrib, version, base_url = REDISTRIB_BASE_URL):
       dict.
     """
     components = {}
+    present = [REDISTRIB_COMPONENTS[k] for k in redistrib if k in REDISTRIB_COMPONENTS]
     for key, name in REDISTRIB_COMPONENTS.items():
         if key not in redistrib:
             continue
@@ -240,17 +262,16 @@ def redistrib_table(redistrib, version, base_url = REDISTRIB_BASE_URL):
                 "type": kind,
                 "strip_prefix": archive,
             }
-        needs_nvjitlink = name in ("cufft", "cusparse") and "libnvjitlink" in redistrib
         components[name] = {
             "package": key,
             "version": entry.get("version", ""),
-            "requires": ["nvjitlink"] if needs_nvjitlink else [],
+            "requires": [r for r in _REDISTRIB_REQUIRES.get(name, []) if r in present],
             "platforms": platforms,
         }
     return {version: {"components": components}}
 
 def component_libs(component, lib_files):
-    """cc_library name -> the library files of an opt-in component found in lib/.
+    """cc_library name -> the library files of a component found in lib/.
 
     Args:
       component: string.
@@ -340,8 +361,14 @@ def _cuda_wheel_sdk_repository_impl(rctx):
     lib_dir = rctx.path(_SDK_DIR + "/lib")
     lib_files = [f.basename for f in lib_dir.readdir()] if lib_dir.exists else []
     extra = {}
+    deps = {}
     for item in plan:
-        extra.update(component_libs(item.component, lib_files))
+        libs = component_libs(item.component, lib_files)
+        extra.update(libs)
+        for name in libs:
+            # A library's target depends on those of the components it needs at link time
+            # (`:cusolver` on `:cublas`, `:cusparse`, `:nvjitlink`).
+            deps[name] = item.requires
     configure_sdk_repository(
         rctx,
         sdk,
@@ -351,24 +378,30 @@ def _cuda_wheel_sdk_repository_impl(rctx):
             ", ".join(["%s %s" % (i.package, i.version) for i in plan]),
         ),
         extra_shared_libs = extra,
+        lib_deps = deps,
     )
 
 cuda_wheel_sdk_repository = repository_rule(
     implementation = _cuda_wheel_sdk_repository_impl,
     doc = """One CUDA version's SDK, downloaded from NVIDIA's wheels (or redistrib tarballs).
 
-The compiler set (nvcc, nvvm, crt, cudart, cccl) always; `components` adds cuBLAS,
-cuFFT, cuRAND, cuSPARSE, NVRTC, nvJitLink. The targets are those of
-`cuda_sdk_repository` (`:toolchain` among them), plus `:cufft`, `:curand`, `:cusparse`,
-`:nvrtc`, `:nvjitlink` for the components fetched.""",
+The default set (nvcc, nvvm, crt, cudart, cccl, the profiler API, NVTX 3: what a classic
+toolkit's include/ holds for the compiler and the runtime) always; `components` adds
+cuBLAS, cuFFT, cuRAND, cuSPARSE, cuSOLVER, CUPTI, NVRTC, nvJitLink, each with the
+components it needs at link time. The targets are those of `cuda_sdk_repository`
+(`:toolchain` among them), plus `:nvtx` and `:cufft`, `:curand`, `:cusparse`,
+`:cusolver`, `:cupti`, `:nvrtc`, `:nvjitlink` for the components fetched, each depending
+on the targets of what it needs.""",
     attrs = {
         "version": attr.string(
             doc = "The CUDA version, a key of the table (`13.0`, `13.2`, `13.5`).",
             mandatory = True,
         ),
         "components": attr.string_list(
-            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `nvrtc`, " +
-                  "`nvjitlink` (cuFFT and cuSPARSE bring nvJitLink).",
+            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `cusolver`, " +
+                  "`cupti`, `nvrtc`, `nvjitlink` (cuFFT and cuSPARSE bring nvJitLink; " +
+                  "cuSOLVER brings cuBLAS, cuSPARSE and nvJitLink). Naming one of the " +
+                  "default set (`nvtx`, ...) is allowed and changes nothing.",
         ),
         "base_url": attr.string(
             doc = "A mirror serving the files under their own names (`file:///wheels`, " +
