@@ -102,7 +102,17 @@ def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, i
         env = {"CUDA_SPLIT_PROGRESS": progress},
     )
 
-def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, target = None):
+def compile_source(
+        ctx,
+        toolchain,
+        *,
+        src,
+        rel,
+        groups,
+        nvcc_flags,
+        headers,
+        device_nvcc_flags = None,
+        target = None):
     """Emits the split actions compiling `src`, one per step and arch.
 
     Args:
@@ -113,6 +123,9 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
       groups: the parsed arch spec (plan.bzl's parse_arch_spec).
       nvcc_flags: list of strings and cmd_args, the target's nvcc flags.
       headers: list[Artifact], headers the source may include.
+      device_nvcc_flags: the flags of the actions that run no host compiler step (plan.bzl's
+        ACTIONS `host_compiler`): `nvcc_flags` less the host compiler's own. Default:
+        `nvcc_flags`.
       target: string, the name its files live under (default: the target's).
 
     Returns:
@@ -137,6 +150,9 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
             nvcc_flags = action.nvcc_flags,
         )
+        flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
+            device_nvcc_flags
+        )
         inputs = [files[r] for r in action.inputs]
         if ACTIONS[key].reads_source:
             inputs += [src] + headers
@@ -145,7 +161,7 @@ def compile_source(ctx, toolchain, *, src, rel, groups, nvcc_flags, headers, tar
             toolchain,
             key = key,
             # The target's flags, after the plan's (strings, and cmd_args for paths).
-            items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in nvcc_flags],
+            items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in flags],
             inputs = inputs,
             outputs = [files[r] for r in action.outputs],
             params = paths[action.outputs[0]] + "-0.params",
@@ -270,7 +286,7 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
             toolchain.nvcc,
             toolchain.host_compiler,
             files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
-            nvcc_flags = flags,
+            nvcc_flags = flags + ["-Xcompiler=" + f for f in toolchain.pic_flags],
         ),
         inputs = [fatbin_c, reg],
         outputs = [obj],

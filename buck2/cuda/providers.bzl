@@ -11,6 +11,7 @@ CudaToolchainInfo = provider(
         "linker": "string, the compiler that compiles host sources and links binaries",
         "link_flags": "list[string], flags of every binary's link (after the libraries)",
         "nvcc": "Artifact, the SDK's nvcc",
+        "pic_flags": "list[string], the host compiler's PIC flags, for the host steps",
         "real_archs": "list[string], the SDK's real archs ([]: not checked)",
         "runner_main": "Artifact, the step runner's step.py",
         "sdk_files": "dict[string, list[Artifact]], files by plan.bzl's ACTIONS sdk_files names",

@@ -53,6 +53,7 @@ def _cuda_toolchain_impl(ctx):
         linker = ctx.attrs.linker,
         link_flags = ctx.attrs.link_flags,
         nvcc = ctx.attrs.nvcc,
+        pic_flags = ctx.attrs.pic_flags,
         real_archs = ctx.attrs.real_archs,
         runner_main = main[0],
         sdk_files = ctx.attrs.sdk_files,
@@ -83,6 +84,13 @@ cuda_toolchain = rule(
         "host_compiler": attrs.string(
             default = "/usr/bin/gcc",
             doc = "nvcc's host compiler (-ccbin).",
+        ),
+        "pic_flags": attrs.list(
+            attrs.string(),
+            default = ["-fPIC"],
+            doc = "The host compiler's flags for position-independent code, given to the " +
+                  "steps that run it (as Bazel's Linux C++ toolchains do): objects then " +
+                  "link into executables and shared objects alike. `[]` for none.",
         ),
         "linker": attrs.string(
             default = "/usr/bin/g++",
@@ -184,13 +192,16 @@ def _library_parts(ctx, toolchain, *, srcs, target):
     deps = [d[CudaLibraryInfo] for d in ctx.attrs.deps if CudaLibraryInfo in d]
 
     defines = _merge_lists(ctx.attrs.defines, [d.defines for d in deps], direct_first = True)
-    flags = _checked(ctx, toolchain.copts, "the toolchain's copts") + _checked(
+    copts = _checked(ctx, toolchain.copts, "the toolchain's copts") + _checked(
         ctx,
         ctx.attrs.copts,
         "copts",
     )
-    flags += ["-Xcompiler=" + f for f in ctx.attrs.host_copts]
-    flags += ["-Xptxas=" + f for f in ctx.attrs.ptxas_opts]
+
+    # The host compiler's own flags (host_copts, PIC) reach only the steps that run it,
+    # as in the Bazel rules: cicc's and ptxas's commands are the same without them.
+    host_copts = ["-Xcompiler=" + f for f in ctx.attrs.host_copts]
+    flags = ["-Xptxas=" + f for f in ctx.attrs.ptxas_opts]
     flags += ["-D" + d for d in defines + ctx.attrs.local_defines]
 
     # Include roots, as cc_library's: the cell's root, then `includes` (relative to
@@ -206,6 +217,7 @@ def _library_parts(ctx, toolchain, *, srcs, target):
     if ctx.attrs.rdc:
         flags.append("-rdc=true")
 
+    pic = ["-Xcompiler=" + f for f in toolchain.pic_flags]
     headers = _merge_lists(ctx.attrs.hdrs, [d.headers for d in deps])
     compiled = _CUDA_EXTENSIONS + _CXX_EXTENSIONS
     sources = [s for s in srcs if s.extension in compiled]
@@ -219,7 +231,8 @@ def _library_parts(ctx, toolchain, *, srcs, target):
             src = src,
             rel = src.short_path,
             groups = groups,
-            nvcc_flags = language + flags,
+            nvcc_flags = language + copts + host_copts + flags + pic,
+            device_nvcc_flags = language + copts + flags,
             headers = private_headers + headers,
             target = target,
         ))
