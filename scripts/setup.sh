@@ -331,6 +331,23 @@ build_starlark() {
     echo "$want" >"$out.stamp"
 }
 
+# --quick: only what the quick tier (`scripts/test.sh --quick`: tests that need no Bazel,
+# no CUDA SDK and no REAPI backend) needs: the venv, the Starlark interpreter, buildifier.
+if [[ "${1:-}" == "--quick" ]]; then
+    install_apt_packages
+    make_venv
+    install_dev_tools
+    install_project
+    compile_tools
+    build_starlark
+    install_buildifier
+    log "ready for the quick tier (scripts/test.sh --quick)"
+    exit 0
+elif [[ $# -gt 0 ]]; then
+    log "unknown argument '$1'; accepted: --quick (set up only what the quick tier needs)"
+    exit 2
+fi
+
 install_apt_packages
 make_venv
 download_cuda_wheels

@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from conftest import refuse_in_quick_tier
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -20,6 +22,7 @@ def bazel(
     timeout: float = 3000,
 ) -> subprocess.CompletedProcess[str]:
     """`bazel [--output_base=...] ARGS` in `cwd`; fails the test with Bazel's output."""
+    refuse_in_quick_tier("Bazel", "bazel")
     exe = shutil.which("bazel")
     if exe is None:
         pytest.fail("bazel is not installed: run `bash scripts/setup.sh`")

@@ -13,9 +13,39 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SETUP_HINT = "run `bash scripts/setup.sh` first"
 
+# What a test needs, as a marker (pyproject.toml lists them): `bazel` (runs Bazel),
+# `backend` (starts a REAPI backend: BuildGrid, PostgreSQL), `nvcc` (runs the CUDA SDK's
+# tools), `unit` (none of them). Modules and tests say `bazel`, `backend` and `nvcc`
+# themselves; a test that asks for the SDK's fixtures is `nvcc` as well; every other test
+# is `unit`. `scripts/test.sh --quick` runs `-m unit` with QUICK_TIER set, under which
+# the SDK and Bazel are refused: a test that needs them and is not marked fails there.
+NEEDS = ("bazel", "backend", "nvcc")
+SDK_FIXTURES = {"sdk", "cuobjdump"}
+BACKEND_FIXTURES = {"backend"}
+QUICK_TIER = "CUDA_SPLIT_QUICK_TIER"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        needs = {m.name for m in item.iter_markers() if m.name in NEEDS}
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for marker, names in (("backend", BACKEND_FIXTURES), ("nvcc", SDK_FIXTURES)):
+            if marker not in needs and names & fixtures:
+                item.add_marker(getattr(pytest.mark, marker))
+                needs.add(marker)
+        if not needs:
+            item.add_marker(pytest.mark.unit)
+
+
+def refuse_in_quick_tier(what: str, marker: str) -> None:
+    """Fails the test when the quick tier (unit tests only) runs it: it needs `what`."""
+    if os.environ.get(QUICK_TIER):
+        pytest.fail(f"this test uses {what}: mark it `@pytest.mark.{marker}` (quick tier)")
+
 
 def sdk_root() -> pathlib.Path:
     """The SDK the tests use: $CUDA_SPLIT_SDK, else the wheels set-up installs."""
+    refuse_in_quick_tier("the CUDA SDK", "nvcc")
     return pathlib.Path(os.environ.get("CUDA_SPLIT_SDK", REPO / ".sdk" / "nvidia" / "cu13"))
 
 

@@ -111,6 +111,7 @@ def _ours(roles: list[str]) -> set[str]:
     return {r for r in roles if not r.startswith(_RULES_ONLY)}
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("spec", SPECS)
 def test_predicted_steps_are_the_steps_of_nvccs_dryrun(spec: str) -> None:
     predicted = plan_bzl.source_steps(spec)
@@ -131,6 +132,7 @@ def test_predicted_steps_are_the_steps_of_nvccs_dryrun(spec: str) -> None:
             assert _ours(step.inputs) == reads, (spec, step)
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("per_arch_list", [False, True])
 @pytest.mark.parametrize("spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "lto_90"])
 def test_each_predicted_step_is_found_in_the_dryrun_of_its_own_flags(
@@ -144,6 +146,7 @@ def test_each_predicted_step_is_found_in_the_dryrun_of_its_own_flags(
         assert plan.find(step.kind, step.arch).kind == step.kind
 
 
+@pytest.mark.nvcc
 def test_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> None:
     """plan.bzl's `host_compiler`: an action gets the host compiler's flags (`-Xcompiler`:
     compilation mode, host_copts, PIC) exactly when one of its steps is a command into

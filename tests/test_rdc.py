@@ -341,6 +341,7 @@ def test_nvlink_without_device_runtime_fails_naming_it(
     assert not (tmp_path / "x.cubin").exists()
 
 
+@pytest.mark.bazel
 def test_rdc_without_device_link_fails_naming_it() -> None:
     proc = bazel("build", "//tests/rdc:main_no_dlink", check=False)
     assert proc.returncode != 0

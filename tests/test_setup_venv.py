@@ -42,7 +42,10 @@ def test_test_sh_runs_pytest_and_ruff_from_the_venv() -> None:
     code = _code(TEST_SH)
     assert ".venv/bin/python -m ruff check .\n" in code
     assert ".venv/bin/python -m ruff format --check .\n" in code
-    assert '.venv/bin/python -m pytest -ra "$@"' in code
+    assert '.venv/bin/python -m pytest -ra "${workers[@]}" --durations=25 "$@"' in code
+    # The quick tier: unit tests, with the SDK, Bazel and backends refused.
+    assert "CUDA_SPLIT_QUICK_TIER=1 exec .venv/bin/python -m pytest" in code
+    assert "-m unit" in code
     assert not re.search(r"^\s*python3 ", code, re.M)
 
 

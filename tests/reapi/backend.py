@@ -633,6 +633,8 @@ def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterat
     and removed afterwards. A backend that does not start fails the test."""
     import pytest  # only the tests use this
 
+    if os.environ.get("CUDA_SPLIT_QUICK_TIER"):
+        pytest.fail("this test starts a REAPI backend: mark it `@pytest.mark.backend`")
     root = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     try:
         hide = default_hidden(exclude=[str(root)]) + also_hide
