@@ -66,9 +66,9 @@ COMPONENTS: dict[str, tuple[str, list[str]]] = {
     "cufft": ("nvidia-cufft", ["nvjitlink"]),
     "curand": ("nvidia-curand", []),
     "cusparse": ("nvidia-cusparse", ["nvjitlink"]),
-    # libcusolver.so needs libcublas, libcublasLt, libcusparse and libnvJitLink (its
-    # DT_NEEDED; cuda-toolkit[cusolver] pins the same wheels), and cusolverDn.h includes
-    # cublas_api.h, cusolverSp.h cusparse.h.
+    # cuSOLVER links against cuBLAS, cuSPARSE and nvJitLink: cuda-toolkit 13.2's and
+    # 13.5's extra `cusolver` pins their wheels with it, and its headers include theirs
+    # (cusolverDn.h: cublas_v2.h; tests/test_sdk_headers.py fails without them).
     "cusolver": ("nvidia-cusolver", ["cublas", "cusparse", "nvjitlink"]),
     "cupti": ("nvidia-cuda-cupti", []),
     "nvrtc": ("nvidia-cuda-nvrtc", []),
