@@ -62,9 +62,10 @@ def evaluate(body: str) -> object:
     """Runs Starlark `body` after loading plan.bzl's public names; returns the JSON it
     prints."""
     prelude = (
-        f'load("{PLAN_BZL}", "ACCEPTED_FORMS", "ACTIONS", "FIXED_NAMES", "LINK_KINDS", '
-        '"PER_ARCH_NAMES", "STEP_KINDS", "file_name", "gencode", "parse_arch_spec", '
-        '"source_actions", "source_steps", "unsupported_archs")\n'
+        f'load("{PLAN_BZL}", "ACCEPTED_FORMS", "ACTIONS", "FIXED_NAMES", "LINK_INPUT", '
+        '"LINK_KINDS", "PER_ARCH_NAMES", "STEP_KINDS", "file_name", "gencode", '
+        '"link_file_roles", "link_steps", "parse_arch_spec", "source_actions", '
+        '"source_steps", "unsupported_archs")\n'
     )
     fd, name = tempfile.mkstemp(suffix=".star")
     try:
@@ -99,6 +100,25 @@ def _plan(spec: str, per_arch_list: bool) -> str:
     )
 
 
+@functools.cache
+def _link_plan(spec: str) -> str:
+    return json.dumps(
+        evaluate(
+            "def main():\n"
+            f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
+            "    if err:\n"
+            "        return {'error': err}\n"
+            "    return [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
+            "             'outputs': s.outputs, 'names': s.names,\n"
+            "             'nvcc_flags': s.nvcc_flags,\n"
+            "             'lists': [[flag, roles] for flag, roles in s.lists],\n"
+            "             'file_roles': link_file_roles(s)}\n"
+            "            for s in link_steps(groups)]\n"
+            "print(json.encode(main()))\n"
+        )
+    )
+
+
 def _evaluated(spec: str, per_arch_list: bool = False) -> dict:
     got = json.loads(_plan(spec, per_arch_list))
     if "error" in got:
@@ -122,6 +142,30 @@ def gencode_flags(spec: str) -> list[str]:
 def source_steps(spec: str, per_arch_list: bool = False) -> list[StepSpec]:
     """The steps plan.bzl declares for one source and `spec`, in its order."""
     return [StepSpec(**s) for s in _evaluated(spec, per_arch_list)["steps"]]
+
+
+@dataclasses.dataclass
+class LinkStepSpec(StepSpec):
+    """One step of the device link plan.bzl predicts (link_steps): besides a source
+    step's fields, the inputs passed as lists (`lists`: (flag, roles)) and the roles
+    passed as `--file` (`file_roles`). Roles starting with `LINK_INPUT` name files of the
+    linked sources."""
+
+    lists: list[tuple[str, list[str]]] = dataclasses.field(default_factory=list)
+    file_roles: list[str] = dataclasses.field(default_factory=list)
+
+
+LINK_INPUT = "input:"  # plan.bzl's LINK_INPUT (tests/test_plan_model.py checks it)
+
+
+def link_steps(spec: str) -> list[LinkStepSpec]:
+    """The steps plan.bzl declares for the device link of a binary with `spec`."""
+    got = json.loads(_link_plan(spec))
+    if isinstance(got, dict):
+        raise ArchSpecError(got["error"])
+    return [
+        LinkStepSpec(**{**s, "lists": [(flag, roles) for flag, roles in s["lists"]]}) for s in got
+    ]
 
 
 def source_paths(src: str, out_dir: str, steps: Sequence[StepSpec]) -> dict[str, str]:

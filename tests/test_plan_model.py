@@ -6,7 +6,8 @@ anything runs); Python's is `tools/cuda_split/plan.py` (the steps read from nvcc
 the file names of roles and the action mnemonics are the same in both; and for arch specs
 of every form, the steps plan.bzl predicts are the steps of nvcc's dryrun for the same
 flags (same kinds and archs, the same files written, the files read), and each predicted
-step's own flags give a dryrun in which the step runner finds that step.
+step's own flags give a dryrun in which the step runner finds that step. The same for the
+device link (plan.bzl's link_steps against `nvcc -dlink --dryrun`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def _starlark_tables() -> dict:
         "    'link_kinds': LINK_KINDS,\n"
         "    'fixed': FIXED_NAMES,\n"
         "    'per_arch': PER_ARCH_NAMES,\n"
+        "    'link_input': LINK_INPUT,\n"
         "    'mnemonics': {a.mnemonic: k.split('+') for k, a in ACTIONS.items()},\n"
         "    'names': {r: file_name('x', r) for r in ['obj', 'reg.c', 'ptx:compute_90',\n"
         "              'cubin:sm_90a', 'linked:sm_80', 'stub:compute_80']},\n"
@@ -44,6 +46,7 @@ def test_file_names_agree() -> None:
     got = _starlark_tables()
     assert got["fixed"] == planlib.FIXED_NAMES
     assert got["per_arch"] == planlib.PER_ARCH_NAMES
+    assert got["link_input"] == plan_bzl.LINK_INPUT
     for role, name in got["names"].items():
         assert planlib.file_name("x", role) == name, role
     with pytest.raises(ValueError, match="unknown file role 'nope'"):
@@ -74,7 +77,7 @@ SPECS = [
 ]
 
 # Output flags of nvcc's commands: the file each names is written by that command.
-_OUTPUT_FLAGS = ("-o", "--stub_file_name", "--embedded-fatbin")
+_OUTPUT_FLAGS = ("-o", "--stub_file_name", "--embedded-fatbin", "--register-link-binaries")
 _CUDAFE_OUTPUT_FLAGS = ("--gen_c_file_name", "--module_id_file_name")
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
 # Roles nvcc's plan has that the rules do not declare (scratch files, the --keep fatbin)
@@ -170,3 +173,125 @@ def test_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> No
         kinds = set(key.split("+"))
         if kinds <= set(planlib.STEP_KINDS):
             assert host_compiler == bool(kinds & gets), (key, gets)
+
+
+# plan.bzl's device link against nvcc's own -dlink dryrun.
+
+# The rdc examples' specs (tests/rdc, examples/dynamic_parallelism and examples/gemm build
+# with the default sm_90, tests/test_buck2.py's specs with the others; examples/dlto has
+# lto_90), a PTX-only group (which links nothing), and mixed LTO.
+LINK_SPECS = [
+    "sm_90",
+    "sm_80,sm_90",
+    "sm_80;compute_90",
+    "compute_80:sm_80,sm_86;compute_90:compute_90,sm_90",
+    "lto_90",
+    "sm_80;lto_90",
+]
+# Libraries given to the link as users of dynamic parallelism do: nvcc links the device
+# runtime by default (`--cudadevrt static`), and `-lcudadevrt` gives it again.
+LINK_LIBRARIES = {"default": [], "lcudadevrt": ["-lcudadevrt"]}
+_LINKED_OBJECTS = 2
+
+
+def _dlink_dryrun(flags: list[str]) -> planlib.Plan:
+    nvcc = sdk_root() / "bin" / "nvcc"
+    return planlib.get_plan(planlib.dlink_dryrun_argv(str(nvcc), _LINKED_OBJECTS, flags))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("libraries", LINK_LIBRARIES.values(), ids=LINK_LIBRARIES.keys())
+@pytest.mark.parametrize("spec", LINK_SPECS)
+def test_predicted_link_steps_are_the_steps_of_nvccs_dlink_dryrun(
+    spec: str, libraries: list[str]
+) -> None:
+    """Same kinds, archs and files as `nvcc -dlink --dryrun` of the link's arch flags,
+    but for two deliberate differences: nvlink reads the linked sources' code of its own
+    arch (their cubins, LTO-IR where -dlto, mono's host objects) where nvcc's reads their
+    host objects, which carry every arch; and the registration file that every nvcc
+    nvlink writes (`--register-link-binaries`) is the register step's, from the sources'
+    module ids and the library modules (`prelinked`) each nvlink took."""
+    steps = plan_bzl.link_steps(spec)
+    predicted = {(s.kind, s.arch): s for s in steps}
+    register = predicted.pop((planlib.REGISTER, ""))
+    fatbinary = predicted[("link_fatbinary", "")]
+    assert predicted[("link_host_compile", "")].nvcc_flags == fatbinary.nvcc_flags
+    plan = _dlink_dryrun([*fatbinary.nvcc_flags, *libraries])
+    nvcc = _nvcc_steps(plan)
+    assert sorted((planlib.LINK_KINDS[k], a) for k, a in predicted) == sorted(nvcc), spec
+    nvlinks = [s for s in steps if s.kind == planlib.NVLINK]
+    assert [s.kind for s in steps] == [
+        *[planlib.NVLINK] * len(nvlinks),
+        planlib.REGISTER,
+        "link_fatbinary",
+        "link_host_compile",
+    ]
+    objects = {f"input:{i}" for i in range(_LINKED_OBJECTS)}
+    for (kind, arch), step in predicted.items():
+        reads, writes = nvcc[(planlib.LINK_KINDS[kind], arch)]
+        if kind != planlib.NVLINK:
+            assert (set(step.inputs), set(step.outputs)) == (reads, writes), (spec, step)
+            continue
+        argv = plan.find(planlib.NVLINK, arch).argv
+        lto = "-dlto" in step.nvcc_flags
+        assert reads == objects, (spec, step)
+        assert set(step.inputs) == {
+            f"{plan_bzl.LINK_INPUT}cubin:{arch}",
+            f"{plan_bzl.LINK_INPUT}obj",
+            *([f"{plan_bzl.LINK_INPUT}ltoir:compute_{arch[3:]}"] if lto else []),
+        }, (spec, step)
+        assert not lto or "-dlto" in argv, (spec, argv)
+        # nvlink links libraries (libcudadevrt) whose modules the registration file lists
+        # after the sources': the step writes them down for the register step.
+        assert "-lcudadevrt" in argv, (spec, argv)
+        assert writes - {"reg.c"} == set(step.outputs) - {f"prelinked:{arch}"}, (spec, step)
+        assert "reg.c" in writes, (spec, step)
+    assert register.outputs == ["reg.c"]
+    assert register.inputs == [
+        f"{plan_bzl.LINK_INPUT}module_id",
+        *(f"prelinked:{s.arch}" for s in nvlinks),
+    ]
+    # Every input is passed: as a list of files, or as `--file` with every output.
+    for step in steps:
+        listed = [r for _, roles in step.lists for r in roles]
+        assert sorted(listed + step.file_roles) == sorted(step.inputs + step.outputs), step
+        assert not [r for r in step.file_roles if r.startswith(plan_bzl.LINK_INPUT)], step
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(
+    "spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "sm_80;lto_90"]
+)
+def test_each_predicted_link_step_is_found_in_the_dlink_dryrun_of_its_own_flags(
+    spec: str,
+) -> None:
+    """What the step runner does in every device link action: ask nvcc for the -dlink
+    plan of the step's flags alone and take the one step of its kind (and arch: nvlink).
+    An nvlink step's flags name its own arch only, so nvcc plans no `-report-arch`."""
+    for step in plan_bzl.link_steps(spec):
+        if step.kind == planlib.REGISTER:
+            assert step.nvcc_flags == []
+            continue
+        kind = planlib.LINK_KINDS[step.kind]
+        found = _dlink_dryrun(step.nvcc_flags).find(kind, step.arch)
+        if kind == planlib.NVLINK:
+            assert "-report-arch" not in found.argv
+            assert ("-dlto" in found.argv) == any("ltoir:" in r for r in step.inputs), step
+
+
+@pytest.mark.nvcc
+def test_link_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> None:
+    """As for a source's steps: of the device link's steps, the link stub's compile alone
+    gets the host compiler's flags (`-Xcompiler`: PIC), in nvcc's -dlink plan and in
+    plan.bzl's ACTIONS."""
+    tables = plan_bzl.evaluate(
+        "print(json.encode({k: a.host_compiler for k, a in ACTIONS.items()}))\n"
+    )
+    marker = "-DRULES_CUDA_SPLIT_HOST_FLAG"
+    flags = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"]
+    marked = _dlink_dryrun([*flags, f"-Xcompiler={marker}"])
+    gets = {s.kind for s in marked.steps if any(marker in a for a in s.argv)}
+    assert gets == {planlib.HOST_COMPILE}
+    for kind, step_kind in planlib.LINK_KINDS.items():
+        assert tables[kind] == (step_kind in gets), kind
+    assert not tables[planlib.REGISTER]

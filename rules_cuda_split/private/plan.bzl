@@ -1,10 +1,11 @@
 """The rules' model of nvcc's plan: step kinds, arch syntax, file names, the steps of a
-source and the table of actions that run them.
+source and of a device link, and the table of actions that run them.
 
 This is the one Starlark definition of each; its Python counterpart is
 `tools/cuda_split/plan.py` (which derives the steps from nvcc's own `--dryrun`), and
 `tests/test_plan_model.py` checks that the two agree (kinds, file names, mnemonics) and
-that the steps predicted here are the ones nvcc's dryrun has for the same flags.
+that the steps predicted here are the ones nvcc's dryrun (`-c`, and `-dlink` for a device
+link) has for the same flags.
 
 Pure functions and constants, no Bazel APIs, so the same file runs under a plain Starlark
 interpreter in the tests (tests/plan_bzl.py). Errors are returned, not raised, so callers
@@ -244,6 +245,7 @@ PER_ARCH_NAMES = {
     "cubin": "cubin",
     "linked": "linked.cubin",
     "ltoir": "ltoir",
+    "prelinked": "prelinked",
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
@@ -580,6 +582,94 @@ def nvlink_flags(real, virtual, lto):
     """The arch flags of one nvlink step: only its own arch, so the action is the same
     whatever else the binary targets."""
     return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
+
+# The prefix of a device link step's roles that name files of the linked sources (their
+# source_steps roles), not of the link: `input:cubin:sm_90` is every linked source's
+# relocatable sm_90 cubin. nvcc's own -dlink plan reads the sources' host objects
+# (tools/cuda_split/plan.py names them `input:<i>`); the split reads each arch's code.
+LINK_INPUT = "input:"
+
+def _link_step(kind, arch, inputs, outputs, nvcc_flags, lists = []):
+    return struct(
+        kind = kind,
+        arch = arch,
+        inputs = inputs,
+        outputs = outputs,
+        names = [],
+        nvcc_flags = nvcc_flags,
+        lists = lists,
+    )
+
+def link_steps(groups):
+    """The steps of the device link of a binary with arch spec `groups`: nvcc's `-dlink`
+    plan (`nvcc --dryrun -dlink in0.o ... -o dlink.o <archs>`), split per arch, with the
+    registration file written by the step runner.
+
+    1. nvlink, once per real or `lto_` arch (link_archs), reading only that arch's code
+       of the linked sources (its relocatable cubins, their LTO-IR for an `lto_` arch,
+       and the host objects of compile_mode=mono, which carry every arch) and writing the
+       linked cubin and the modules it took from libraries (`prelinked`: libcudadevrt's,
+       where device code launches kernels); its dryrun sees its own arch only.
+    2. register: the registration file nvcc's nvlink writes (`--register-link-binaries`),
+       from the sources' module ids and every nvlink's `prelinked`, in arch order: nvlink
+       names cubin inputs after their paths, not their module ids.
+    3. `fatbinary -link` of the linked cubins, and 4. the host compile of the SDK's
+       `crt/link.stub` with the fatbin and the registration file: every linked arch.
+
+    Args:
+      groups: the result of parse_arch_spec.
+
+    Returns:
+      A list of struct(kind, arch, inputs, outputs, names, nvcc_flags, lists), as
+      source_steps' (LINK_KINDS; roles of the link's files, `dlink.<name>`, and
+      LINK_INPUT roles of the linked sources' files), and `lists`: (flag, roles) of the
+      inputs passed as a list of files each (`--link-input PATH` for each file of the
+      roles, in order); the other inputs and the outputs are passed as `--file`. Empty
+      when the spec has no real or `lto_` arch (nothing to link).
+    """
+    links = link_archs(groups)
+    if not links:
+        return []
+    steps = []
+    for real, virtual, lto in links:
+        code = [LINK_INPUT + "cubin:" + real, LINK_INPUT + "obj"]
+        if lto:
+            code.append(LINK_INPUT + "ltoir:" + virtual)
+        steps.append(_link_step(
+            NVLINK,
+            real,
+            code,
+            ["linked:" + real, "prelinked:" + real],
+            nvlink_flags(real, virtual, lto),
+            [("--link-input", code)],
+        ))
+    module_ids = [LINK_INPUT + "module_id"]
+    prelinked = ["prelinked:" + real for real, _, _ in links]
+    steps.append(_link_step(
+        REGISTER,
+        "",
+        module_ids + prelinked,
+        ["reg.c"],
+        [],
+        [("--module-id-file", module_ids), ("--prelinked-file", prelinked)],
+    ))
+    flags = link_flags(links)
+    linked = ["linked:" + real for real, _, _ in links]
+    steps.append(_link_step(LINK_FATBINARY, "", linked, ["fatbin.c"], flags))
+    steps.append(_link_step(LINK_HOST_COMPILE, "", ["fatbin.c", "reg.c"], ["obj"], flags))
+    return steps
+
+def link_file_roles(step):
+    """The roles a device link step passes as `--file=<role>=<path>`, in order: its
+    inputs not in `lists`, then its outputs."""
+    listed = [r for _, roles in step.lists for r in roles]
+    return [r for r in step.inputs if r not in listed] + step.outputs + step.names
+
+def link_progress_args(step, label):
+    """The arguments of the progress message (ACTIONS) of a device link step."""
+    if step.kind == NVLINK:
+        return (label, step.arch, " -dlto" if "-dlto" in step.nvcc_flags else "")
+    return (label,)
 
 def missing_device_code(libraries, links):
     """`  <label> has no device code for ...` lines, one for each library of a device

@@ -91,6 +91,7 @@ PER_ARCH_NAMES = {
     "cubin": "cubin",
     "linked": "linked.cubin",
     "ltoir": "ltoir",
+    "prelinked": "prelinked",
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
