@@ -234,6 +234,11 @@ def build_table() -> dict:
         overrides = dict(release["overrides"])  # type: ignore[arg-type]
         components = {}
         for name, (package, requires) in COMPONENTS.items():
+            if name not in overrides and package not in pins:
+                raise ValueError(
+                    f"CUDA {cuda}: cuda-toolkit {release['toolkit']} pins no {package} "
+                    f"({name}); pin it in RELEASES' overrides or leave the component out"
+                )
             releases = list(_pypi(package)["releases"])
             version = overrides.get(name) or resolve_version(pins[package], releases)
             components[name] = component_entry(package, version, requires)
