@@ -5,6 +5,7 @@ first), and a real nvcc that is not there (one line, exit 1)."""
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -167,3 +168,16 @@ def test_an_nvcc_that_fails_to_start_is_one_line(args, tmp_path) -> None:
     )
     said = f"nvcc-split: cannot run {nvcc}: No such file or directory\n"
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said)
+
+
+def test_an_nvcc_on_path_that_is_nvcc_split_itself_is_one_line(tmp_path) -> None:
+    script = pathlib.Path(sys.executable).parent / "nvcc-split"
+    if not script.is_file():
+        pytest.skip("needs the nvcc-split console script beside the interpreter")
+    (tmp_path / "nvcc").symlink_to(script)
+    env = _env(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.run(
+        [str(script), "--version"], env=env, capture_output=True, text=True, check=False
+    )
+    said = f"nvcc-split: PATH's nvcc {tmp_path / 'nvcc'} is nvcc-split itself: name the real nvcc\n"
+    assert (proc.returncode, proc.stderr) == (1, said)

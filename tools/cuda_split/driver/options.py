@@ -7,6 +7,7 @@ import dataclasses
 import os
 import re
 import shutil
+import sys
 from collections.abc import Sequence
 
 from cuda_split import cache as cachelib
@@ -238,11 +239,14 @@ def find_nvcc(compiler: str | None, option: str) -> str:
                 f"no '{nvcc}' on PATH ({origin}): name the real nvcc with --nvcc or "
                 "$CUDA_SPLIT_NVCC"
             )
-        return found
+        nvcc, origin = found, f"{origin}'s {nvcc}"
     if not os.path.exists(nvcc):
         raise NvccNotFound(f"{origin} {nvcc}: no such file")
     if not os.path.isfile(nvcc) or not os.access(nvcc, os.X_OK):
         raise NvccNotFound(f"{origin} {nvcc}: not an executable file")
+    if os.path.realpath(nvcc) == os.path.realpath(sys.argv[0]):
+        # An nvcc on PATH that is nvcc-split under another name would run itself forever.
+        raise NvccNotFound(f"{origin} {nvcc} is {PROG} itself: name the real nvcc")
     return nvcc
 
 
