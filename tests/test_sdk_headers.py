@@ -3,13 +3,15 @@
 For each CUDA version of the table (rules_cuda_split/private/cuda_versions.bzl) and each
 component (the default set and every opt-in one), a generated `.cu` includes every header
 the component's wheel puts where a classic toolkit install has its public headers, and
-that version's own nvcc preprocesses it (`nvcc -E`: the include chain resolves, and the
-headers' `#error` guards pass) with the include directories of that component, the
+that version's own nvcc preprocesses it as a compile does, for the device and for the
+host (`nvcc -M`, where `-E` runs the device pass only): the include chain resolves and
+the headers' `#error` guards pass, with the include directories of that component, the
 default set and the components the table says it needs, and of nothing else. So a default
 header that needs a wheel outside the default set (cudart's cudaProfilerTypedefs.h
 includes cudaProfiler.h, from nvidia-cuda-profiler-api) fails, as does an opt-in
 component whose `requires` misses a wheel its headers include (cusolverDn.h includes
-cublas_api.h).
+cublas_v2.h). No cicc runs, so nvvm's 75 MB wheel is not needed; the price is that the
+headers are preprocessed, not parsed.
 
 The header list comes from each wheel's zip directory, not from a list typed here: the
 files under `include/` (`include/cccl/` is CCCL's include root, as nvcc.profile and the
@@ -279,12 +281,12 @@ def test_component_headers_compile_with_that_versions_nvcc(
         src = tmp_path / f"{component}_{k}.cu"
         src.write_text("".join(f"#include <{h}>\n" for h in tu))
         proc = subprocess.run(
-            [str(nvcc_dir / "bin" / "nvcc"), "-E", *flags, *tu_flags, str(src), "-o", os.devnull],
+            [str(nvcc_dir / "bin" / "nvcc"), "-M", *flags, *tu_flags, str(src), "-o", os.devnull],
             capture_output=True,
             text=True,
             check=False,
         )
         assert proc.returncode == 0, (
-            f"CUDA {version} {component}: nvcc -E of {len(tu)} headers with "
+            f"CUDA {version} {component}: nvcc -M of {len(tu)} headers with "
             f"{', '.join(dirs)}:\n{proc.stderr[-4000:]}"
         )
