@@ -61,8 +61,10 @@ version.""",
                   "default: the first of `versions`.",
         ),
         "components": attr.string_list(
-            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `nvrtc`, " +
-                  "`nvjitlink`.",
+            doc = "Opt-in components: `cublas`, `cufft`, `curand`, `cusparse`, `cusolver`, " +
+                  "`cupti`, `nvrtc`, `nvjitlink`, each with what it links against " +
+                  "(docs/sdk.md); the default set (compiler, runtime, profiler API, " +
+                  "NVTX) is always there.",
         ),
         "base_url": attr.string(
             doc = "A mirror serving the wheels under their own names (`file:///wheels`).",
