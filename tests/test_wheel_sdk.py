@@ -234,13 +234,11 @@ def test_host_platform_and_component_libs(tmp_path: pathlib.Path) -> None:
         "    component_libs('cufft', ['libcufft.so.12', 'libcufft.so.12.0.0.61',\n"
         "                             'libcufftw.so.12']),\n"
         "    component_libs('curand', ['libcufft.so.12']), repo_suffix('13.0'),\n"
-        "    component_libs('nvtx', []), component_libs('cusolver', ['libcusolverMg.so.12',\n"
-        "                                                            'libcusolver.so.12'])]))\n",
+        "    component_libs('cusolver', ['libcusolverMg.so.12', 'libcusolver.so.12'])]))\n",
     )
     cufft = {"cufft": ["libcufft.so.12"]}
     assert out[:7] == ["linux-x86_64", "linux-sbsa", "", "", cufft, {}, "13_0"]
-    # NVTX 3 is header-only: a target with no library.
-    assert out[7:] == [{"nvtx": []}, {"cusolver": ["libcusolver.so.12"]}]
+    assert out[7:] == [{"cusolver": ["libcusolver.so.12"]}]
 
 
 # Real Bazel builds with the fetched SDKs.

@@ -476,6 +476,12 @@ def configure_sdk_repository(rctx, sdk_path, source, extra_shared_libs = {}, lib
         if all([lib_root.get_child(f).exists for f in files]):
             shared_libs[name] = [lib_dir + "/" + f for f in files]
 
+    # NVTX 3 is header-only (it finds a tool at run time with dlopen): `:nvtx`, with no
+    # library, wherever the SDK has its headers (a classic toolkit's include/nvtx3, the
+    # nvidia-nvtx wheel's).
+    if _child(rctx, root, include_dir + "/nvtx3/nvToolsExt.h").exists:
+        shared_libs["nvtx"] = []
+
     cpu = {"aarch64": "aarch64", "arm64": "aarch64", "ppc64le": "ppc"}.get(machine, "x86_64")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD.bazel", sdk_build_file(rctx.read(SDK_BUILD_TEMPLATE), struct(
@@ -512,7 +518,7 @@ nothing fails with a list of every place looked.
 Targets: the tools `:nvcc`, `:nvcc_profile`, `:cudafe`, `:cicc`, `:ptxas`, `:fatbinary`,
 `:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:host_headers`, `:nvvm`, `:libdevice`,
 `:libnvvm`, `:compiler_files`, `:link_files`; cc_library `:cuda_headers`,
-`:cudart_static`, `:cudadevrt`, and when present `:cudart_shared`, `:cublas`; the
+`:cudart_static`, `:cudadevrt`, and when present `:cudart_shared`, `:cublas`, `:nvtx`; the
 `cuda_toolchain` `:toolchain_impl` and `:toolchain` to register.""",
     attrs = {
         "path": attr.string(

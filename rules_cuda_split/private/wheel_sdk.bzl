@@ -70,11 +70,10 @@ _REDISTRIB_REQUIRES = {
 
 REDISTRIB_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 
-# The libraries of the components: cc_library name -> file name prefixes in lib/ (cuBLAS's
-# target is made by configure_sdk_repository, as for an SDK on the machine). NVTX 3 is
-# header-only: its target has no library (NVTX finds a tool at run time with dlopen).
+# The libraries of the components: cc_library name -> file name prefixes in lib/.
+# configure_sdk_repository makes `:cublas` and the header-only `:nvtx` itself, as for an
+# SDK on the machine.
 _COMPONENT_LIBS = {
-    "nvtx": {"nvtx": []},
     "cufft": {"cufft": ["libcufft.so."]},
     "curand": {"curand": ["libcurand.so."]},
     "cusparse": {"cusparse": ["libcusparse.so."]},
