@@ -176,10 +176,10 @@ def _driver_parser() -> argparse.ArgumentParser:
 
 # What nvcc reads as an input file, by suffix: a first argument that is not a driver
 # option and ends so is a source of the compiler form, not the compiler of the launcher's.
-_NVCC_INPUT_SUFFIXES = (
-    ".cu", ".c", ".cc", ".cpp", ".cxx", ".c++", ".i", ".ii", ".cup", ".gpu", ".ptx",
-    ".cubin", ".fatbin", ".ltoir", ".optixir", ".o", ".obj", ".a", ".lib", ".so", ".res",
-)  # fmt: skip
+_NVCC_INPUT_SUFFIXES = tuple(
+    ".cu .c .cc .cpp .cxx .c++ .i .ii .cup .gpu .ptx .cubin .fatbin .ltoir .optixir "
+    ".o .obj .a .lib .so .res".split()
+)
 
 
 class NvccNotFound(Exception):
