@@ -1,5 +1,6 @@
 """The actions of the Buck2 CUDA rules: one step runner action per step and arch of a
-source (plan.bzl's source_actions), and the device link, one nvlink per arch.
+source (plan.bzl's source_actions), and one per step of the device link (plan.bzl's
+link_steps: one nvlink per arch).
 
 The shape (which actions, which files, the arguments of each) comes from
 `rules_cuda_split/private/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
@@ -10,15 +11,14 @@ only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `wri
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
-    "LINK_FATBINARY",
-    "LINK_HOST_COMPILE",
+    "LINK_INPUT",
     "NVLINK",
-    "REGISTER",
     "file_name",
     "link_archs",
-    "link_flags",
+    "link_file_roles",
+    "link_progress_args",
+    "link_steps",
     "missing_device_code",
-    "nvlink_flags",
     "source_actions",
     "source_dir",
     "source_stem",
@@ -170,9 +170,36 @@ def compile_source(
         )
     return struct(obj = files["obj"], files = files)
 
+def _source_files(info, role):
+    """The linked sources' files of a LINK_INPUT role of plan.bzl's link_steps (without
+    the prefix). No host objects: the Buck2 rules compile split only, and nvlink reads
+    the cubins."""
+    kind, _, arch = role.partition(":")
+    if kind == "cubin":
+        return info.rdc_cubins.get(arch, [])
+    if kind == "ltoir":
+        return info.rdc_ltoir.get(arch, [])
+    if kind == "obj":
+        return []
+    if kind == "module_id":
+        return info.module_ids
+    fail("no files of the linked sources for role '%s'" % role)
+
+def _files(info, files, roles):
+    """The files of `roles`, in order: the link's own (`files`) and the linked
+    sources'."""
+    found = []
+    for role in roles:
+        if role.startswith(LINK_INPUT):
+            found += _source_files(info, role[len(LINK_INPUT):])
+        else:
+            found.append(files[role])
+    return found
+
 def device_link(ctx, toolchain, *, info, groups, target = None):
-    """Emits the device link of the relocatable code in `info`: one nvlink per arch, the
-    registration file, fatbinary -link and the link.stub compile.
+    """Emits the device link of the relocatable code in `info`, one action per step of
+    plan.bzl's link_steps: one nvlink per arch, the registration file, fatbinary -link and
+    the link.stub compile (with the toolchain's `pic_flags`).
 
     Args:
       ctx: the rule context.
@@ -200,98 +227,36 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
         ))
     base = "_cuda/%s/dlink" % name
     label = "//%s:%s" % (ctx.label.package, name)
-    linked = {}
-    prelinked = []
-    for real, virtual, lto in links:
-        out_path = "%s/%s" % (base, file_name("dlink", "linked:" + real))
-        out = ctx.actions.declare_output(out_path)
-        linked[real] = out
-        modules = ctx.actions.declare_output("%s/dlink.%s.prelinked" % (base, real))
-        prelinked.append(modules)
-        link_inputs = info.rdc_cubins.get(real, [])
-        if lto:
-            link_inputs = link_inputs + info.rdc_ltoir.get(virtual, [])
+    steps = link_steps(groups)
+    paths = {}
+    files = {}
+    for step in steps:
+        for role in step.outputs:
+            paths[role] = "%s/%s" % (base, file_name("dlink", role))
+            files[role] = ctx.actions.declare_output(paths[role])
+    for step in steps:
+        action = ACTIONS[step.kind]
+        host_flags = toolchain.pic_flags if action.host_compiler else []
         run_step(
             ctx,
             toolchain,
-            key = NVLINK,
+            key = step.kind,
             items = step_arguments(
-                [NVLINK],
-                real,
+                [step.kind],
+                step.arch,
                 toolchain.nvcc,
                 toolchain.host_compiler,
-                lists = [("--link-input", link_inputs)],
-                files = [("linked:" + real, out), ("prelinked:" + real, modules)],
-                nvcc_flags = nvlink_flags(real, virtual, lto),
+                lists = [(flag, _files(info, files, roles)) for flag, roles in step.lists],
+                files = [(r, files[r]) for r in link_file_roles(step)],
+                nvcc_flags = step.nvcc_flags + ["-Xcompiler=" + f for f in host_flags],
             ),
-            inputs = link_inputs,
-            outputs = [out, modules],
-            params = out_path + "-0.params",
-            progress = ACTIONS[NVLINK].progress % (label, real, " -dlto" if lto else ""),
-            identifier = "dlink " + real,
+            inputs = _files(info, files, step.inputs),
+            outputs = [files[r] for r in step.outputs],
+            params = paths[step.outputs[0]] + "-0.params",
+            progress = action.progress % link_progress_args(step, label),
+            identifier = "dlink " + step.arch if step.arch else "dlink",
         )
-
-    reg_path = "%s/%s" % (base, file_name("dlink", "reg.c"))
-    reg = ctx.actions.declare_output(reg_path)
-    run_step(
-        ctx,
-        toolchain,
-        key = REGISTER,
-        items = step_arguments(
-            [REGISTER],
-            "",
-            toolchain.nvcc,
-            toolchain.host_compiler,
-            lists = [("--module-id-file", info.module_ids), ("--prelinked-file", prelinked)],
-            files = [("reg.c", reg)],
-        ),
-        inputs = info.module_ids + prelinked,
-        outputs = [reg],
-        params = reg_path + "-0.params",
-        progress = ACTIONS[REGISTER].progress % label,
-        identifier = "dlink",
+    return struct(
+        obj = files["obj"],
+        linked = {s.arch: files["linked:" + s.arch] for s in steps if s.kind == NVLINK},
     )
-
-    flags = link_flags(links)
-    fatbin_path = "%s/%s" % (base, file_name("dlink", "fatbin.c"))
-    fatbin_c = ctx.actions.declare_output(fatbin_path)
-    run_step(
-        ctx,
-        toolchain,
-        key = LINK_FATBINARY,
-        items = step_arguments(
-            [LINK_FATBINARY],
-            "",
-            toolchain.nvcc,
-            toolchain.host_compiler,
-            files = [("linked:" + r, f) for r, f in linked.items()] + [("fatbin.c", fatbin_c)],
-            nvcc_flags = flags,
-        ),
-        inputs = linked.values(),
-        outputs = [fatbin_c],
-        params = fatbin_path + "-0.params",
-        progress = ACTIONS[LINK_FATBINARY].progress % label,
-        identifier = "dlink",
-    )
-
-    obj_path = "%s/%s" % (base, file_name("dlink", "obj"))
-    obj = ctx.actions.declare_output(obj_path)
-    run_step(
-        ctx,
-        toolchain,
-        key = LINK_HOST_COMPILE,
-        items = step_arguments(
-            [LINK_HOST_COMPILE],
-            "",
-            toolchain.nvcc,
-            toolchain.host_compiler,
-            files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
-            nvcc_flags = flags + ["-Xcompiler=" + f for f in toolchain.pic_flags],
-        ),
-        inputs = [fatbin_c, reg],
-        outputs = [obj],
-        params = obj_path + "-0.params",
-        progress = ACTIONS[LINK_HOST_COMPILE].progress % label,
-        identifier = "dlink",
-    )
-    return struct(obj = obj, linked = linked)

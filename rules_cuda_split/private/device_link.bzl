@@ -18,15 +18,14 @@ load(
 load(
     ":plan.bzl",
     "ACTIONS",
-    "LINK_FATBINARY",
-    "LINK_HOST_COMPILE",
+    "LINK_INPUT",
     "NVLINK",
-    "REGISTER",
     "file_name",
     "link_archs",
-    "link_flags",
+    "link_file_roles",
+    "link_progress_args",
+    "link_steps",
     "missing_device_code",
-    "nvlink_flags",
 )
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(":runner.bzl", "step_arguments")
@@ -50,37 +49,42 @@ cuda_rdc_aspect = aspect(
           "through `cc_library` and any other rule with `deps`.",
 )
 
-def _run(ctx, kind, toolchain, cc_toolchain, args, inputs, outputs, progress_args):
-    """Runs the step runner with `args` for the device-link `kind` (plan.bzl's ACTIONS);
-    `inputs` is a depset."""
-    action = ACTIONS[kind]
-    run_step(
-        ctx,
-        args = args,
-        inputs = depset(
-            transitive = [inputs] + sdk_inputs(toolchain, action.sdk_files) +
-                         [cc_toolchain.all_files],
-        ),
-        outputs = outputs,
-        mnemonic = action.mnemonic,
-        progress_message = action.progress % progress_args,
+def _source_files(rdc, role):
+    """The linked sources' files of a LINK_INPUT role of plan.bzl's link_steps (without
+    the prefix): a depset."""
+    kind, _, arch = role.partition(":")
+    if kind == "cubin":
+        return rdc.cubins.get(arch, depset())
+    if kind == "ltoir":
+        return rdc.ltoir.get(arch, depset())
+    if kind == "obj":
+        return rdc.objects
+    if kind == "module_id":
+        return rdc.module_ids
+    fail("no files of the linked sources for role '%s'" % role)
+
+def _files(rdc, declared, roles):
+    """The files of `roles`, in order, as a depset: the link's own (`declared`), and
+    where a role names the linked sources' files, all of them."""
+    return depset(
+        [declared[r] for r in roles if not r.startswith(LINK_INPUT)],
+        transitive = [
+            _source_files(rdc, r[len(LINK_INPUT):])
+            for r in roles
+            if r.startswith(LINK_INPUT)
+        ],
     )
 
-def _base_args(ctx, kind, arch, toolchain, cc_toolchain, lists = [], files = [], nvcc_flags = []):
-    return step_args(ctx, step_arguments(
-        [kind],
-        arch,
-        toolchain.nvcc,
-        cc_toolchain.compiler_executable,
-        lists = lists,
-        files = files,
-        nvcc_flags = nvcc_flags,
-    ))
+def _listed(rdc, declared, roles):
+    """The files of a `lists` entry of a step: a list where all are the link's own."""
+    if [r for r in roles if r.startswith(LINK_INPUT)]:
+        return _files(rdc, declared, roles)
+    return [declared[r] for r in roles]
 
 def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = []):
-    """Emits the device link of `rdc`: nvlink per arch, the registration file (the
-    linked sources' module ids, then the library modules nvlink took), fatbinary -link,
-    link.stub.
+    """Emits the device link of `rdc`, one action per step of plan.bzl's link_steps:
+    nvlink per arch, the registration file (the linked sources' module ids, then the
+    library modules nvlink took), fatbinary -link, link.stub.
 
     Args:
       ctx: the rule context.
@@ -88,8 +92,9 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
       groups: the binary's parsed arch spec.
       toolchain: CudaToolchainInfo.
       cc_toolchain: the C++ toolchain (nvcc's host compiler).
-      host_flags: list[string], host compiler flags for the link stub's compile (e.g.
-        cc_flags.bzl's pic_flags).
+      host_flags: list[string], host compiler flags for the steps that run the host
+        compiler (ACTIONS' `host_compiler`: the link stub's compile), e.g. cc_flags.bzl's
+        pic_flags.
 
     Returns:
       struct(obj, cubins): the object to link into the binary, the linked cubins.
@@ -111,107 +116,40 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
         ))
     base = "_cuda/%s/dlink" % ctx.label.name
     label = str(ctx.label)
-    linked = {}
-    prelinked = []
-    for real, virtual, lto in links:
-        out = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "linked:" + real)))
-        linked[real] = out
-
-        # The modules nvlink takes from libraries (libcudadevrt's, for device-side
-        # launches), which nvcc's registration file lists after the linked sources'.
-        modules = ctx.actions.declare_file("%s/dlink.%s.prelinked" % (base, real))
-        prelinked.append(modules)
-        inputs = [rdc.cubins.get(real, depset()), rdc.objects]
-        if lto:
-            inputs.append(rdc.ltoir.get(virtual, depset()))
-        link_inputs = depset(transitive = inputs)
-        args = _base_args(
+    steps = link_steps(groups)
+    declared = {}
+    for step in steps:
+        for role in step.outputs:
+            declared[role] = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", role)))
+    for step in steps:
+        action = ACTIONS[step.kind]
+        args = step_args(ctx, step_arguments(
+            [step.kind],
+            step.arch,
+            toolchain.nvcc,
+            cc_toolchain.compiler_executable,
+            lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in step.lists],
+            files = [(r, declared[r]) for r in link_file_roles(step)],
+            # An nvlink step's flags name its own arch only: its key is the same whatever
+            # else the binary targets.
+            nvcc_flags = step.nvcc_flags +
+                         (["-Xcompiler=" + f for f in host_flags] if action.host_compiler else []),
+        ))
+        run_step(
             ctx,
-            NVLINK,
-            real,
-            toolchain,
-            cc_toolchain,
-            lists = [("--link-input", link_inputs)],
-            files = [("linked:" + real, out), ("prelinked:" + real, modules)],
-            # Only this arch: the action's key is the same whatever else the binary targets.
-            nvcc_flags = nvlink_flags(real, virtual, lto),
+            args = args,
+            inputs = depset(
+                transitive = [_files(rdc, declared, step.inputs)] +
+                             sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files],
+            ),
+            outputs = [declared[r] for r in step.outputs],
+            mnemonic = action.mnemonic,
+            progress_message = action.progress % link_progress_args(step, label),
         )
-        _run(
-            ctx,
-            NVLINK,
-            toolchain,
-            cc_toolchain,
-            args,
-            link_inputs,
-            [out, modules],
-            (label, real, " -dlto" if lto else ""),
-        )
-
-    reg = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "reg.c")))
-    args = _base_args(
-        ctx,
-        REGISTER,
-        "",
-        toolchain,
-        cc_toolchain,
-        lists = [("--module-id-file", rdc.module_ids), ("--prelinked-file", prelinked)],
-        files = [("reg.c", reg)],
+    return struct(
+        obj = declared["obj"],
+        cubins = [declared["linked:" + s.arch] for s in steps if s.kind == NVLINK],
     )
-    _run(
-        ctx,
-        REGISTER,
-        toolchain,
-        cc_toolchain,
-        args,
-        depset(prelinked, transitive = [rdc.module_ids]),
-        [reg],
-        (label,),
-    )
-
-    flags = link_flags(links)
-    fatbin_c = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "fatbin.c")))
-    args = _base_args(
-        ctx,
-        LINK_FATBINARY,
-        "",
-        toolchain,
-        cc_toolchain,
-        files = [("linked:" + real, out) for real, out in linked.items()] +
-                [("fatbin.c", fatbin_c)],
-        nvcc_flags = flags,
-    )
-    _run(
-        ctx,
-        LINK_FATBINARY,
-        toolchain,
-        cc_toolchain,
-        args,
-        depset(linked.values()),
-        [fatbin_c],
-        (label,),
-    )
-
-    obj = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", "obj")))
-    args = _base_args(
-        ctx,
-        LINK_HOST_COMPILE,
-        "",
-        toolchain,
-        cc_toolchain,
-        files = [("fatbin.c", fatbin_c), ("reg.c", reg), ("obj", obj)],
-        nvcc_flags = flags + ["-Xcompiler=" + f for f in host_flags],
-    )
-    _run(
-        ctx,
-        LINK_HOST_COMPILE,
-        toolchain,
-        cc_toolchain,
-        args,
-        depset([fatbin_c, reg]),
-        [obj],
-        (label,),
-    )
-    return struct(obj = obj, cubins = linked.values())
 
 def _cuda_device_link_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
