@@ -33,6 +33,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -167,11 +169,31 @@ class _HttpFile(io.RawIOBase):
             return 0
         end = min(self.size, self.pos + len(buf)) - 1
         req = urllib.request.Request(self.url, headers={"Range": f"bytes={self.pos}-{end}"})
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            data = resp.read()
+        data = _read_with_retries(req)
         buf[: len(data)] = data
         self.pos += len(data)
         return len(data)
+
+
+RETRIES = 4
+
+
+def _read_with_retries(req: urllib.request.Request) -> bytes:
+    """The response body of `req`, trying again (after 1, 2, 4 s) when the connection
+    fails or the server errs (5xx): one dropped range request of hundreds should not fail
+    a table update or a test."""
+    for attempt in range(RETRIES):
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return resp.read()
+        except (OSError, urllib.error.URLError) as e:
+            server_error = isinstance(e, urllib.error.HTTPError) and e.code >= 500
+            if attempt == RETRIES - 1 or (
+                isinstance(e, urllib.error.HTTPError) and not server_error
+            ):
+                raise
+            time.sleep(2**attempt)
+    raise AssertionError("unreachable")
 
 
 def wheel_names(url: str, size: int) -> list[str]:
