@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""Benchmarks of the split against plain nvcc: one command, side by side, medians.
+"""The benchmarks' one entry point: named scenarios, results as small summaries.
 
-    python3 benchmarks/run.py                       # 2-core subset (benchmarks/subset.txt)
-    python3 benchmarks/run.py --subset full --no-bazel --label full-16core
-    python3 benchmarks/run.py --smoke               # a few minutes; not representative
+    python3 benchmarks/run.py [compare] [OPTIONS]    # the split against plain nvcc (default)
+    python3 benchmarks/run.py compare --smoke        # a few minutes; not representative
+    python3 benchmarks/run.py profile --corpus-dir GGML --nvcc NVCC   # nvcc-split's own CPU
+    python3 benchmarks/run.py replay TRACE.jsonl ... # a --trace replayed by the pool's rules
+    python3 benchmarks/run.py occupancy RESULTS.json ... --png OUT.png
+    python3 benchmarks/run.py project [--subset full|subset]  # Bazel on N workers, projected
+    python3 benchmarks/run.py laptop [--base REF]    # Bazel split vs mono on tiny targets
+    python3 benchmarks/run.py NAME --help            # a scenario's options
 
-Corpus: ggml's CUDA backend from the pinned llama-cpp-python sdist (tests/corpus.py),
-compiled with the flags ggml's CMake uses, plus the repository's examples (`-I.`). Every
-configuration compiles the same files with the same flags; only the compiler changes:
+`compare` (the default: no name runs it with the options given) compiles ggml's CUDA
+backend from the pinned llama-cpp-python sdist (tests/corpus.py), with the flags ggml's
+CMake uses, plus the repository's examples (`-I.`). Every configuration compiles the same
+files with the same flags; only the compiler changes:
 
   nvcc        plain nvcc, one process per file
   nvcc-t      nvcc -t <number of archs>
@@ -17,7 +23,7 @@ configuration compiles the same files with the same flags; only the compiler cha
   bazel-split Bazel, --//cuda:compile_mode=split
 
 Files run on a pool of --jobs processes (make -jJ); see --split-jobs for nvcc-split's own
--j. Scenarios (README.md says what each measures):
+-j. Its numbered scenarios (--scenarios; README.md says what each measures):
 
   1  the whole corpus at full parallelism: wall, CPU seconds (children's user+sys, from
      wait4), peak RSS (max over processes)
@@ -28,16 +34,17 @@ Files run on a pool of --jobs processes (make -jJ); see --split-jobs for nvcc-sp
   4  overhead: CPU of split / CPU of nvcc (from scenario 1)
 
 Writes <out>/<label>.json (every measurement, machine info), <label>.md (tables, targets
-met or missed) and <label>.png (if matplotlib imports). Logs, step tables and the
-explain output go to <out>/raw/<label>/ (ignored by git).
+met or missed, the command) and <label>.png (if matplotlib imports). Logs, step tables,
+nvcc-split's traces and the explain output go to <out>/raw/<label>/ (ignored by git).
 
-This file is the command line; the benchmark itself is the package benchmarks/bench/
+This file is the command line; each scenario is a module of the package benchmarks/bench/
 (README.md, "The code").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import pathlib
 import sys
@@ -52,11 +59,22 @@ DEFAULT_ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
 DEFAULT_WARM_ARCHS = "sm_90"
 SMOKE_ARCHS = "sm_80,sm_90"  # --smoke: two light ggml files, two archs, one repeat
 
+# The named scenarios besides `compare`: name -> module of bench/ with main(argv) -> int.
+SCENARIOS = {
+    "profile": "driver_profile",  # where nvcc-split's own CPU goes, one file's compiles
+    "replay": "replay",  # an nvcc-split --trace replayed by the slot pool's rules
+    "occupancy": "occupancy",  # busy cores over time, from results JSON and traces
+    "project": "project",  # Bazel split and mono on N workers, from the real action graphs
+    "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
+}
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     cores = len(os.sched_getaffinity(0))
     p = argparse.ArgumentParser(
-        description="Benchmark nvcc-split and the Bazel rules against nvcc (README.md)."
+        prog="run.py compare",
+        description="Benchmark nvcc-split and the Bazel rules against nvcc (README.md). "
+        f"Other scenarios: run.py {{{','.join(SCENARIOS)}}} --help.",
     )
     p.add_argument(
         "--subset",
@@ -223,6 +241,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SCENARIOS:
+        module = importlib.import_module(f"bench.{SCENARIOS[argv[0]]}")
+        return module.main(argv[1:])
+    if argv and argv[0] == "compare":
+        argv = argv[1:]
     args = parse_args(argv)
     if args.merge:
         merge(args.merge, pathlib.Path(args.out).resolve(), args.label)

@@ -1,5 +1,6 @@
-"""benchmarks/driver_profile.py: the functions it measures exist, are wrapped while it
-measures (their thread CPU and calls counted) and are put back; bad --runs values."""
+"""benchmarks/bench/driver_profile.py (`run.py profile`): the functions it measures exist,
+are wrapped while it measures (their thread CPU and calls counted) and are put back; bad
+--runs values."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import driver_profile  # noqa: E402
+from bench import driver_profile  # noqa: E402
 
 
 def _resolve(module: str, path: str) -> object:

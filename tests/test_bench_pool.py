@@ -1,5 +1,5 @@
 """The benchmark's seeded samples (benchmarks/bench/corpus.py), occupancy sampler
-(bench/measure.py) and command line (benchmarks/run.py); benchmarks/occupancy.py."""
+(bench/measure.py) and command line (benchmarks/run.py); bench/occupancy.py."""
 
 from __future__ import annotations
 
@@ -14,13 +14,11 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import occupancy  # noqa: E402
-import pool_replay  # noqa: E402
 import run  # noqa: E402
-from bench import analysis, report  # noqa: E402
+from bench import analysis, occupancy, replay, report  # noqa: E402
 from bench.corpus import sample_sources  # noqa: E402
 from bench.measure import Occupancy  # noqa: E402
-from pool_replay import longest_path  # noqa: E402
+from bench.replay import longest_path  # noqa: E402
 
 SOURCES = [f"src/f{i:02d}.cu" for i in range(40)]
 
@@ -119,22 +117,22 @@ def test_the_bound_is_the_longest_files_path_where_that_is_longer(tmp_path) -> N
     assert a["s1"]["split"]["longest_path_s"] == 90.0
     ((_, value, verdict),) = [t for t in analysis.targets(a, results["meta"]) if "bound" in t[0]]
     assert (value, verdict) == ("1.078 × (90.0 s: the longest file's path)", "met")
-    # The path from a trace: pool_replay.longest_path (a file of two 1 s steps in a row).
+    # The path from a trace: replay.longest_path (a file of two 1 s steps in a row).
     trace = tmp_path / "t.jsonl"
     rows = [
         {"pid": 1, "src": "a.cu", "step": kind, "arch": "", "start": start, "end": start + 1}
         | {"index": i, "deps": [i - 1] if i else [], "written": {}, "rc": 0}
         for i, (kind, start) in enumerate([("cicc", 10.0), ("ptxas", 11.5)])
     ]
-    assert pool_replay.tools_cpu([_lines(tmp_path / "old.jsonl", rows)]) is None
+    assert replay.tools_cpu([_lines(tmp_path / "old.jsonl", rows)]) is None
     rows[0]["cpu"], rows[1]["cpu"] = 0.75, 1.5
     # The processes' closing lines (their own CPU) are not steps.
     rows += [{"pid": 1, "src": "a.cu", "driver_cpu": 0.25, "end": 12.6}]
     rows += [{"pid": 2, "src": "b.cu", "driver_cpu": 0.5, "end": 12.7}]
     trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert longest_path([trace]) == 2.0
-    assert pool_replay.driver_cpu([trace]) == 0.75
-    assert pool_replay.tools_cpu([trace]) == 2.25
+    assert replay.driver_cpu([trace]) == 0.75
+    assert replay.tools_cpu([trace]) == 2.25
 
 
 def _lines(path: pathlib.Path, rows: list[dict]) -> pathlib.Path:

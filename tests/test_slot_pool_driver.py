@@ -16,7 +16,7 @@ from conftest import REPO
 from cuda_split import driver, slots
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-import pool_replay  # noqa: E402
+from bench import replay as pool_replay  # noqa: E402
 
 
 def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:
@@ -186,7 +186,7 @@ def test_trace_and_pool_in_a_real_compile(sdk, tmp_path) -> None:
         assert 0 <= r["cpu"] <= (r["end"] - r["start"]) * os.cpu_count() + 0.01
     assert all(r["cpu"] > 0.01 for r in records if r["step"] == "cicc")
     assert all(r["src"].endswith("examples/saxpy/saxpy.cu") for r in records)
-    # Enough to replay the build (benchmarks/pool_replay.py): the DAG and the sizes.
+    # Enough to replay the build (`benchmarks/run.py replay`): the DAG and the sizes.
     by_index = {r["index"]: r for r in records}
     assert len(by_index) == len(records)
     for r in records:

@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pool_replay import driver_cpu, longest_path, tools_cpu  # benchmarks/, beside this package
-
 from . import REPO, say
 from .configs import (
     BAZEL_TARGETS,
@@ -46,6 +44,7 @@ from .corpus import (
     scan_source,
 )
 from .measure import find_nvcc, first_line, jobserver_module, machine_info, run_pool
+from .replay import driver_cpu, longest_path, tools_cpu
 from .report import render_markdown, render_png
 from .steps import explain_summary, read_graph_edges, read_table, table_summary
 

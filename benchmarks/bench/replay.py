@@ -1,6 +1,8 @@
 """Replay an nvcc-split build's trace as the slot pool would schedule it, by another rule.
 
-    python3 benchmarks/pool_replay.py TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
+    python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
+
+run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
 
 A build's `--trace` (one JSON line per step: its process, source, kind, arch, start, end,
 and since 2026-11-25 its index, deps and the bytes it wrote) holds every step's measured
@@ -41,13 +43,10 @@ import heapq
 import json
 import pathlib
 import statistics
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
-
-from cuda_split import slots  # noqa: E402
+from cuda_split import slots  # tools/, on sys.path from bench/__init__.py
 
 RULES = ("pid", "held", "ready", "known")
 
@@ -269,7 +268,7 @@ def measured(paths: Sequence[pathlib.Path]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="run.py replay", description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="+", type=pathlib.Path, help="nvcc-split --trace files")
     p.add_argument("--cores", type=int, default=16, help="slots to replay on (default 16)")
     p.add_argument(
@@ -296,7 +295,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         replayed = replay(procs, args.cores, rule)
         print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 targets, cold and after a comment-only edit, for this checkout and an earlier commit,
 measured in one run with the configurations alternating.
 
-    python3 benchmarks/laptop.py [--base REF] [--repeats 3] [--label laptop-2core]
+    python3 benchmarks/run.py laptop [--base REF] [--repeats 3] [--label laptop-2core]
 
 Each configuration (checkout x compile mode) gets its own copy of the repository and its
 own Bazel output base. A repeat of a scenario runs every configuration once, in an order
@@ -27,10 +27,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from bench.corpus import copy_workspace  # noqa: E402  benchmarks/bench/corpus.py
+from . import REPO
+from .corpus import copy_workspace
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -115,7 +113,7 @@ class Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="run.py laptop", description=__doc__.splitlines()[0])
     p.add_argument("--base", default="", help="an earlier commit to compare (default: none)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--label", default="laptop-2core")
@@ -190,7 +188,3 @@ def write(args: argparse.Namespace, results: dict, configs: list[Config]) -> Non
             )
     (out / f"{args.label}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The machine's occupancy over time, per configuration, from benchmarks/run.py results.
 
-    python benchmarks/occupancy.py RESULTS.json [RESULTS.json ...] --png OUT.png
+    python3 benchmarks/run.py occupancy RESULTS.json [RESULTS.json ...] --png OUT.png
         [--trace NAME=TRACE.jsonl ...]
 
 Every pool of compiles that run.py measures samples the busy cores from /proc/stat
@@ -125,7 +125,7 @@ def render_png(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="run.py occupancy", description=__doc__.splitlines()[0])
     p.add_argument("results", nargs="+", type=pathlib.Path, help="run.py result files")
     p.add_argument("--png", type=pathlib.Path, default=None, help="write the plot here")
     p.add_argument(
@@ -146,7 +146,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = render_png(found, traces, args.png)
         print(why or f"wrote {args.png}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

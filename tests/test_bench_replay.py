@@ -1,5 +1,6 @@
-"""benchmarks/pool_replay.py: a trace replayed by the pool's rules, on cases whose
-schedules can be worked out by hand; traces without deps get them from the kinds."""
+"""benchmarks/bench/replay.py (`run.py replay`): a trace replayed by the pool's rules, on
+cases whose schedules can be worked out by hand; traces without deps get them from the
+kinds; run.py hands its named scenarios their own arguments."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import pool_replay  # noqa: E402
+import run  # noqa: E402
+from bench import replay  # noqa: E402
 
 
 def _write(path, files: dict[int, list[tuple[str, str, float]]], with_deps: bool = True):
@@ -38,12 +40,12 @@ def test_a_heavy_file_with_the_highest_pid_waits_unless_its_durations_are_known(
     light = [("cicc", "compute_90", 1.0), ("ptxas", "sm_90", 1.0)]
     heavy = [("cicc", "compute_90", 10.0), ("ptxas", "sm_90", 10.0)]
     trace = _write(tmp_path / "t.jsonl", {1: light, 2: light, 3: light, 4: heavy})
-    procs = pool_replay.load([trace])
+    procs = replay.load([trace])
     assert [p.pid for p in procs] == [1, 2, 3, 4]
-    assert pool_replay.replay(procs, 2, "pid") == pytest.approx(21.0)
-    assert pool_replay.replay(procs, 2, "known") == pytest.approx(20.0)
-    assert pool_replay.replay(procs, 1, "known") == pytest.approx(26.0)  # all in a row
-    assert pool_replay.critical_path(procs[3]) == pytest.approx(20.0)
+    assert replay.replay(procs, 2, "pid") == pytest.approx(21.0)
+    assert replay.replay(procs, 2, "known") == pytest.approx(20.0)
+    assert replay.replay(procs, 1, "known") == pytest.approx(26.0)  # all in a row
+    assert replay.critical_path(procs[3]) == pytest.approx(20.0)
 
 
 def test_the_ready_oracle_knows_a_step_once_its_deps_are_done(tmp_path):
@@ -54,10 +56,10 @@ def test_the_ready_oracle_knows_a_step_once_its_deps_are_done(tmp_path):
     light = [("device_preprocess", "compute_90", 1.0), ("cicc", "compute_90", 1.0)]
     heavy = [("device_preprocess", "compute_90", 1.0), ("cicc", "compute_90", 10.0)]
     trace = _write(tmp_path / "t.jsonl", {1: light, 2: light, 3: light, 4: heavy})
-    procs = pool_replay.load([trace])
-    assert pool_replay.replay(procs, 2, "pid") == pytest.approx(13.0)
-    assert pool_replay.replay(procs, 2, "ready") == pytest.approx(12.0)
-    assert pool_replay.replay(procs, 2, "known") == pytest.approx(11.0)
+    procs = replay.load([trace])
+    assert replay.replay(procs, 2, "pid") == pytest.approx(13.0)
+    assert replay.replay(procs, 2, "ready") == pytest.approx(12.0)
+    assert replay.replay(procs, 2, "known") == pytest.approx(11.0)
 
 
 def test_old_traces_get_their_deps_from_the_kinds(tmp_path) -> None:
@@ -71,7 +73,7 @@ def test_old_traces_get_their_deps_from_the_kinds(tmp_path) -> None:
         ("host_compile", "", 1.0),
     ]
     trace = _write(tmp_path / "t.jsonl", {7: steps}, with_deps=False)
-    (proc,) = pool_replay.load([trace])
+    (proc,) = replay.load([trace])
     deps = {s.kind: {proc.steps[d].kind for d in s.deps} for s in proc.steps.values()}
     assert deps["cudafe"] == {"host_preprocess"}
     assert deps["cicc"] == {"device_preprocess", "cudafe"}
@@ -79,16 +81,30 @@ def test_old_traces_get_their_deps_from_the_kinds(tmp_path) -> None:
     assert deps["fatbinary"] == {"ptxas", "cicc"}
     assert len(deps["host_compile"]) == 6
     # host preprocess and device preprocess side by side, then five in a row.
-    assert pool_replay.replay([proc], 4, "pid") == pytest.approx(6.0)
+    assert replay.replay([proc], 4, "pid") == pytest.approx(6.0)
 
 
 def test_bad_rules_and_cores_are_named(tmp_path, capsys) -> None:
     trace = _write(tmp_path / "t.jsonl", {1: [("cicc", "compute_90", 1.0)]})
     with pytest.raises(SystemExit):
-        pool_replay.main([str(trace), "--rules", "pid,fastest"])
+        replay.main([str(trace), "--rules", "pid,fastest"])
     assert "fastest" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        pool_replay.main([str(trace), "--cores", "0"])
+        replay.main([str(trace), "--cores", "0"])
     assert "--cores 0" in capsys.readouterr().err
-    assert pool_replay.main([str(trace), "--cores", "2"]) == 0
+    assert replay.main([str(trace), "--cores", "2"]) == 0
     assert "| known | 1.0 | 1.000 |" in capsys.readouterr().out
+
+
+def test_run_py_dispatches_a_named_scenario(tmp_path, capsys) -> None:
+    trace = _write(tmp_path / "t.jsonl", {1: [("cicc", "compute_90", 1.0)]})
+    assert run.main(["replay", str(trace), "--cores", "2"]) == 0
+    assert "| known | 1.0 | 1.000 |" in capsys.readouterr().out
+    # No name, or `compare`, is the comparison of configurations, with its own options.
+    for argv in (["--configs", "nvcc,fast"], ["compare", "--configs", "nvcc,fast"]):
+        with pytest.raises(SystemExit):
+            run.main(argv)
+        assert "fast unknown" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run.main(["occupancy", "--help"])
+    assert "usage: run.py occupancy" in capsys.readouterr().out

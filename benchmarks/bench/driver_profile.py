@@ -1,6 +1,6 @@
 """Where nvcc-split's own CPU goes: compiles of one file, run in this process.
 
-    python3 benchmarks/driver_profile.py --corpus-dir GGML --nvcc NVCC [--file F]
+    python3 benchmarks/run.py profile --corpus-dir GGML --nvcc NVCC [--file F]
         [--jobs J] [--runs empty,warm,next,none] [--next-file F] [--breakdown]
 
 Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for 5 archs, once per
@@ -28,9 +28,10 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-sys.path.insert(0, str(REPO / "tests"))
+from . import REPO  # puts tools/ on sys.path
+
+if str(REPO / "tests") not in sys.path:  # tests/corpus.py: ggml's flags
+    sys.path.insert(0, str(REPO / "tests"))
 
 ARCHS = ("75", "80", "86", "89", "90")
 RUNS = {
@@ -144,7 +145,7 @@ def compile_once(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="run.py profile", description=__doc__.splitlines()[0])
     ap.add_argument("--corpus-dir", required=True, help="the unpacked ggml directory")
     ap.add_argument("--nvcc", required=True, help="the nvcc to split")
     ap.add_argument("--file", default="src/ggml-cuda/softmax.cu", help="relative to ggml")
@@ -194,7 +195,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rc:
             return rc
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """What remote execution buys at scale: the projected wall of ggml's whole CUDA backend
 (or the 20-file subset) built by Bazel split and Bazel mono on N workers.
 
-    python3 benchmarks/project.py [--subset full|subset] [--workers 2,16,64,256]
+    python3 benchmarks/run.py project [--subset full|subset] [--workers 2,16,64,256]
 
 The action graphs are the real ones: `bazel aquery` of `//bench/ggml:ggml_cuda` (every
 file of the corpus in one cuda_library, ggml's CMake flags, 5 archs) in a scratch copy of
@@ -36,12 +36,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-BENCH = pathlib.Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path[:0] = [str(BENCH), str(REPO / "tools"), str(REPO / "tests")]
+from cuda_split import plan, simulate
 
-from bench.configs import bazel_ggml_build  # noqa: E402  benchmarks/bench/
-from bench.corpus import (  # noqa: E402
+from . import BENCH
+from .configs import bazel_ggml_build
+from .corpus import (
     GGML_PKG,
     SUBSET_FILE,
     copy_ggml,
@@ -50,8 +49,6 @@ from bench.corpus import (  # noqa: E402
     read_list,
     resolve_ggml,
 )
-
-from cuda_split import plan, simulate  # noqa: E402
 
 ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
 # The rules' split actions (cuda_split.plan's table of mnemonics): per arch, per source.
@@ -162,7 +159,7 @@ def model_durations(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="run.py project", description=__doc__.splitlines()[0])
     p.add_argument("--subset", default="full", choices=["full", "subset"])
     p.add_argument("--workers", default="2,16,64,256")
     p.add_argument("--overhead-ms", type=float, default=150.0)
@@ -282,7 +279,3 @@ def write(
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / f"{label}.png", dpi=120)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
