@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     p.add_argument("--work-dir", default="", help="default: a temporary directory")
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[2:] if argv is None else argv)  # for the result's command
     work = pathlib.Path(args.work_dir or tempfile.mkdtemp(prefix="laptop-bench-"))
     refs = {"head": ""} | ({"base": args.base} if args.base else {})
     configs = []
@@ -149,7 +150,7 @@ def write(args: argparse.Namespace, results: dict, configs: list[Config]) -> Non
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {
-        "command": "benchmarks/laptop.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["benchmarks/run.py laptop", *args.argv]),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cores": os.cpu_count(),
         "machine": platform.machine(),

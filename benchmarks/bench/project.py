@@ -234,7 +234,7 @@ def write(
     lines = [
         f"# {label}: projected wall of {len(sources)} ggml files, {ARCHS}",
         "",
-        f"`benchmarks/project.py --subset {args.subset} --workers {args.workers} "
+        f"`benchmarks/run.py project --subset {args.subset} --workers {args.workers} "
         f"--overhead-ms {args.overhead_ms:g}`: the real action graphs (`bazel aquery`), "
         "durations modelled from the 16-core measurements (see the script's docstring); "
         "device-machine seconds.",
