@@ -332,3 +332,33 @@ def test_driver_reads_attached_and_forwarded_values() -> None:
     assert invocation.analyze(["-c", "a.cu", "-o", "a.o", "-V"]).reasons == [
         "--version is not split"
     ]
+
+
+@pytest.mark.bazel
+def test_bazel_builds_every_spelling_and_refuses_naming_the_flag() -> None:
+    """Issue 29's cases in a real build: `-Xcompiler -t` and the other pairs pass on,
+    `-t4`, `"-t 4"` and `--threads=2` are dropped (the build failed with gcc's `cannot
+    specify '-o' with '-c'` when one reached a step), and `--version`, `-h`,
+    `--list-gpu-arch` and a dangling `-Xcompiler` are refused at analysis, naming the
+    flag and why (tests/options/BUILD.bazel)."""
+    from bazel_util import bazel
+
+    bazel("build", "//tests/options:spellings")
+    actions = json.loads(
+        bazel(
+            "aquery", 'mnemonic("CudaPreprocess", //tests/options:spellings)', "--output=jsonproto"
+        ).stdout
+    )["actions"]
+    (argv,) = [a["arguments"] for a in actions]
+    flags = [a.removeprefix("--nvcc-flag=") for a in argv if a.startswith("--nvcc-flag=")]
+    assert ["-Xcompiler", "-Wall", "-Xcompiler", "-t"] == flags[flags.index("-Xcompiler") :][:4]
+    assert not [f for f in flags if f.startswith(("-t4", "-t 4", "--threads"))], flags
+    refused = {
+        "version": "'--version': with it nvcc prints information and compiles nothing",
+        "help": "'-h' (--help)",
+        "list_gpu_arch": "'--list-gpu-arch'",
+        "dangling": "'-Xcompiler' takes a value, and nothing follows it",
+    }
+    for name, message in refused.items():
+        proc = bazel("build", f"//tests/options:refused_{name}", check=False)
+        assert proc.returncode != 0 and message in proc.stderr, (name, proc.stderr[-2000:])
