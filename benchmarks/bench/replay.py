@@ -135,7 +135,7 @@ def load(paths: Sequence[pathlib.Path]) -> list[Process]:
     for path in paths:
         records += steps_of(path)
     if not records:
-        raise SystemExit("pool_replay: the traces hold no steps")
+        raise SystemExit("run.py replay: the traces hold no steps")
     t0 = min(r["start"] for r in records)
     grouped: dict[tuple[int, str], list[dict]] = {}
     for r in records:
