@@ -362,3 +362,26 @@ def test_bazel_builds_every_spelling_and_refuses_naming_the_flag() -> None:
     for name, message in refused.items():
         proc = bazel("build", f"//tests/options:refused_{name}", check=False)
         assert proc.returncode != 0 and message in proc.stderr, (name, proc.stderr[-2000:])
+
+
+@pytest.mark.bazel
+def test_host_options_of_copts_reach_only_the_host_compilers_actions() -> None:
+    """copts' -Xcompiler pairs and --compiler-options (the table's `host` options) are in
+    the actions that run the host compiler and not in cicc's and ptxas's, whose commands
+    nvcc plans the same without them (tests/test_plan_model.py): their keys do not change
+    with host options. -Xptxas stays."""
+    from bazel_util import bazel
+
+    query = 'mnemonic("{}", //tests/options:spellings)'
+    for mnemonics, host in (
+        ("CudaPreprocess|CudaHostCompile", True),
+        ("CudaCicc|CudaPtxas", False),
+    ):
+        out = bazel("aquery", query.format(mnemonics), "--output=jsonproto").stdout
+        for action in json.loads(out)["actions"]:
+            flags = [a for a in action["arguments"] if a.startswith("--nvcc-flag=")]
+            has = {
+                f in flags for f in ("--nvcc-flag=-Wall", "--nvcc-flag=--compiler-options=-Wextra")
+            }
+            assert has == {host}, (action["mnemonic"], flags)
+            assert "--nvcc-flag=-Xptxas" in flags, (action["mnemonic"], flags)

@@ -7,7 +7,7 @@ was and was not run on a real Buck2.
 
 load("//buck2/cuda:actions.bzl", "compile_source", "device_link")
 load("//buck2/cuda:providers.bzl", "CudaLibraryInfo", "CudaToolchainInfo")
-load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags")
+load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags", "without_host_options")
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACCEPTED_FORMS",
@@ -232,7 +232,7 @@ def _library_parts(ctx, toolchain, *, srcs, target):
             rel = src.short_path,
             groups = groups,
             nvcc_flags = language + copts + host_copts + flags + pic,
-            device_nvcc_flags = language + copts + flags,
+            device_nvcc_flags = language + without_host_options(copts) + flags,
             headers = private_headers + headers,
             target = target,
         ))

@@ -12,7 +12,7 @@ load(
 )
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
-load(":flags.bzl", "check_nvcc_flags")
+load(":flags.bzl", "check_nvcc_flags", "without_host_options")
 load(":plan.bzl", "codes_of", "files_by_arch")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
 load(
@@ -73,20 +73,19 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
 
     Returns:
       struct(all, device): every flag, for the actions that run the host compiler; and
-      the same less the rules' own host compiler flags (compilation mode, host_copts,
-      PIC), for cicc and ptxas, whose commands nvcc plans the same without them. A
-      device step's key then does not change with `-c` or with PIC, and its input (the
-      device preprocess's output, which does see them) carries whatever they change.
+      the same less the host compiler's flags (compilation mode, host_copts, PIC, and
+      copts' `-Xcompiler`/`-Xlinker`/`-Xarchive`), for cicc and ptxas, whose commands
+      nvcc plans the same without them. A device step's key then does not change with
+      `-c`, PIC or host options, and its input (the device preprocess's output, which
+      does see them) carries whatever they change.
     """
     host = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
-    device = []
-    if DEVICE_DEBUG_FEATURE in ctx.features:
-        device.append("-G")
+    debug = ["-G"] if DEVICE_DEBUG_FEATURE in ctx.features else []
     build_copts = ctx.attr._copts[CudaCoptsSettingInfo].copts
     copts = [ctx.expand_make_variables("copts", c, {}) for c in ctx.attr.copts]
     build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
     own_split = _checked(ctx.label, copts, "copts")
-    device += (build_split + own_split) if split else (build_copts + copts)
+    user = (build_split + own_split) if split else (build_copts + copts)
     host_copts = ["-Xcompiler=" + f for f in ctx.attr.host_copts]
     tail = ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
     tail += ["-D" + d for d in compilation_context.defines.to_list()]
@@ -96,8 +95,8 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
         tail.append("-rdc=true")
     pic_copts = ["-Xcompiler=" + f for f in pic]
     return struct(
-        all = host + device + host_copts + tail + pic_copts,
-        device = device + tail,
+        all = host + debug + user + host_copts + tail + pic_copts,
+        device = debug + without_host_options(user) + tail,
     )
 
 def _repo_relative(ctx, path):

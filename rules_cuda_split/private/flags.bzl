@@ -145,3 +145,21 @@ def check_nvcc_flags(flags, origin):
             continue
         split_flags.extend(option.tokens)
     return "", split_flags
+
+def without_host_options(flags):
+    """`flags` less the options nvcc hands to the host compiler, linker or archiver only
+    (the table's `host` options: `-Xcompiler`, `-Xlinker`, `-Xarchive`, with their values):
+    the flags of the actions that run none of them (cicc, ptxas), whose commands nvcc
+    plans the same without them.
+
+    Args:
+      flags: list[string], flags check_nvcc_flags accepted.
+
+    Returns:
+      list[string].
+    """
+    kept = []
+    for option in read_nvcc_options(flags):
+        if option.rules != "host":
+            kept.extend(option.tokens)
+    return kept
