@@ -3,49 +3,30 @@
 A build action runs `cuda-split audit` (tools/cuda_split/audit.py, standard library only,
 with the `python3` on the action's PATH as the step runner is run, no py_binary) on the
 binary's files and writes the report (output group `cuda_audit`) and the audit's exit
-status; the test prints the report and exits with that status.
+status; the test prints the report and exits with that status. Both are emitted by
+actions/audit.bzl.
 """
+
+load("//rules_cuda_split/private/actions:audit.bzl", "emit_audit", "emit_audit_test_script")
 
 _AUDIT_SCRIPT = "//tools:audit"
 
 def _cuda_audit_test_impl(ctx):
-    files = ctx.files.binary
-    if not files:
-        fail("%s: binary %s has no files to audit" % (ctx.label, ctx.attr.binary.label))
-    for gpu in ctx.attr.gpus:
-        if not gpu.startswith("sm_") or not gpu[3:].isdigit():
-            fail("%s: gpus: %r is not sm_XY (e.g. sm_90)" % (ctx.label, gpu))
-    report = ctx.actions.declare_file(ctx.label.name + ".audit.txt")
-    status = ctx.actions.declare_file(ctx.label.name + ".audit.status")
-    args = ctx.actions.args()
-    args.add(ctx.file._audit)
-    args.add(report)
-    args.add(status)
-    args.add("--gpus", ",".join(ctx.attr.gpus))
-    args.add("--require", ctx.attr.require)
-    args.add_all(files)
-
-    # The audit's exit status is data here (the test reports it), not the action's.
-    ctx.actions.run_shell(
-        command = 'script="$1" report="$2" status="$3"; shift 3; ' +
-                  'python3 -B -S -E "$script" -o "$report" "$@" >/dev/null; ' +
-                  'rc=$?; [ "$rc" -le 1 ] || exit "$rc"; echo "$rc" > "$status"',
-        arguments = [args],
-        inputs = files + [ctx.file._audit],
-        outputs = [report, status],
-        mnemonic = "CudaAudit",
-        progress_message = "Auditing fatbins of %s" % ctx.attr.binary.label,
-        use_default_shell_env = True,
+    audited = emit_audit(
+        ctx,
+        files = ctx.files.binary,
+        audit_tool = ctx.file._audit,
+        gpus = ctx.attr.gpus,
+        require = ctx.attr.require,
+        subject = ctx.attr.binary.label,
     )
-    test = ctx.actions.declare_file(ctx.label.name + ".sh")
-    ctx.actions.write(
-        test,
-        "#!/bin/sh\ncat '%s'\nexit \"$(cat '%s')\"\n" % (report.short_path, status.short_path),
-        is_executable = True,
-    )
+    test = emit_audit_test_script(ctx, report = audited.report, status = audited.status)
     return [
-        DefaultInfo(executable = test, runfiles = ctx.runfiles(files = [report, status])),
-        OutputGroupInfo(cuda_audit = depset([report])),
+        DefaultInfo(
+            executable = test,
+            runfiles = ctx.runfiles(files = [audited.report, audited.status]),
+        ),
+        OutputGroupInfo(cuda_audit = depset([audited.report])),
     ]
 
 cuda_audit_test = rule(

@@ -3,6 +3,7 @@
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
+load("//rules_cuda_split/private/actions:compile.bzl", "emit_compile_mono", "emit_compile_split")
 load(
     ":cc_flags.bzl",
     "compilation_mode_flags",
@@ -11,7 +12,6 @@ load(
     "pic_flags",
 )
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
-load(":compile.bzl", "cuda_compile_mono", "cuda_compile_split")
 load(":flags.bzl", "check_nvcc_flags", "without_host_options")
 load(":plan.bzl", "codes_of", "files_by_arch")
 load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
@@ -154,14 +154,14 @@ def _compile_sources(
             headers = headers,
         )
         if split:
-            outputs.append(cuda_compile_split(
+            outputs.append(emit_compile_split(
                 ctx,
                 per_arch_list = per_arch_list,
                 device_nvcc_flags = language + flags.device + extra,
                 **common
             ))
         else:
-            outputs.append(cuda_compile_mono(ctx, **common))
+            outputs.append(emit_compile_mono(ctx, **common))
     return outputs
 
 def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain, pic):

@@ -1,12 +1,13 @@
-"""Action emitters: compile one `.cu` source, split per step and arch, or as one action.
+"""The compile emitters: one `.cu` source, split per step and arch
+(`emit_compile_split`), or as one action (`emit_compile_mono`).
 
-Starlark decides the shape (which steps exist, what each declares); the Python step
-runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each step.
+Starlark decides the shape (which steps exist, what each declares: plan.bzl); the Python
+step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each
+step. Public through //rules_cuda_split:actions.bzl.
 """
 
-load(":common.bzl", "run_step", "sdk_inputs", "step_args")
 load(
-    ":plan.bzl",
+    "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
     "MONO",
     "file_name",
@@ -17,7 +18,8 @@ load(
     "source_steps",
     "step_roles",
 )
-load(":runner.bzl", "step_arguments")
+load("//rules_cuda_split/private:runner.bzl", "step_arguments")
+load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.
 _MONO_GROUPS = ["ptx", "cubin", "fatbin"]
@@ -61,7 +63,7 @@ def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_
         nvcc_flags = nvcc_flags,
     ))
 
-def cuda_compile_split(
+def emit_compile_split(
         ctx,
         *,
         src,
@@ -75,7 +77,7 @@ def cuda_compile_split(
     """Emits the split actions compiling `src`.
 
     Args:
-      ctx: the rule context.
+      ctx: the context of a rule with common.bzl's STEP_RULE_ATTRS.
       src: File, the `.cu` source.
       groups: the parsed arch spec (plan.bzl's parse_arch_spec).
       nvcc_flags: list[string], the target's nvcc flags (no arch flags).
@@ -94,7 +96,7 @@ def cuda_compile_split(
       lists of the device files (PTX, cubins, embedded-fatbin sources).
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
-        fail("cuda_compile_split needs src, groups, toolchain and cc_toolchain")
+        fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
     steps = source_steps(groups, per_arch_list)
     out_dir = _source_dir(ctx, src)
     stem = _stem(src)
@@ -137,15 +139,17 @@ def cuda_compile_split(
         fatbins = [files["fatbin.c"]],
     )
 
-def cuda_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
+def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
     """Emits one action compiling `src` with nvcc's whole plan (rules_cuda's shape).
 
-    Same arguments and result as cuda_compile_split; nvcc's intermediate files are left
-    in a directory output, and the device files, for the output groups, in one
-    directory each (`.ptx/`, `.cubin/`, `.fatbin/`).
+    Same arguments and result as emit_compile_split, less `device_nvcc_flags` and
+    `per_arch_list`; nvcc's intermediate files are left in a directory output, and the
+    device files, for the output groups, in one directory each (`.ptx/`, `.cubin/`,
+    `.fatbin/`): `ptx`, `cubins` and `fatbins` are those directories, and `files` has
+    the `module_id` only.
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
-        fail("cuda_compile_mono needs src, groups, toolchain and cc_toolchain")
+        fail("emit_compile_mono needs src, groups, toolchain and cc_toolchain")
     out_dir = _source_dir(ctx, src)
     obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))

@@ -1,0 +1,76 @@
+"""The audit emitters: `emit_audit` runs `cuda-split audit` on a binary's files (action
+`CudaAudit`), `emit_audit_test_script` writes the test that reports its result.
+
+`cuda-split audit` is tools/cuda_split/audit.py, standard library only, run with the
+`python3` on the action's PATH as the step runner is run (no py_binary). Public through
+//rules_cuda_split:actions.bzl.
+"""
+
+def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
+    """Emits the action that audits `files`: the report and the audit's exit status.
+
+    Args:
+      ctx: the rule context.
+      files: list[File], what to audit (a binary, a library's .a/.so, objects).
+      audit_tool: File, tools/cuda_split/audit.py (`//tools:audit`).
+      gpus: list[string], the fleet's GPUs as `sm_XY`.
+      require: string, `sass` (every GPU runs a cubin) or `sass-or-ptx` (JIT from PTX is
+        acceptable).
+      subject: what is audited (its Label, or a string), for messages.
+
+    Returns:
+      struct(report, status): `<name>.audit.txt`, and `<name>.audit.status` holding the
+      audit's exit status (0: passes, 1: fails), `<name>` the target's name.
+    """
+    if not files:
+        fail("%s: binary %s has no files to audit" % (ctx.label, subject))
+    if audit_tool == None or require not in ("sass", "sass-or-ptx"):
+        fail("emit_audit needs audit_tool, and require = \"sass\" or \"sass-or-ptx\"")
+    for gpu in gpus:
+        if not gpu.startswith("sm_") or not gpu[3:].isdigit():
+            fail("%s: gpus: %r is not sm_XY (e.g. sm_90)" % (ctx.label, gpu))
+    report = ctx.actions.declare_file(ctx.label.name + ".audit.txt")
+    status = ctx.actions.declare_file(ctx.label.name + ".audit.status")
+    args = ctx.actions.args()
+    args.add(audit_tool)
+    args.add(report)
+    args.add(status)
+    args.add("--gpus", ",".join(gpus))
+    args.add("--require", require)
+    args.add_all(files)
+
+    # The audit's exit status is data here (the test reports it), not the action's.
+    ctx.actions.run_shell(
+        command = 'script="$1" report="$2" status="$3"; shift 3; ' +
+                  'python3 -B -S -E "$script" -o "$report" "$@" >/dev/null; ' +
+                  'rc=$?; [ "$rc" -le 1 ] || exit "$rc"; echo "$rc" > "$status"',
+        arguments = [args],
+        inputs = files + [audit_tool],
+        outputs = [report, status],
+        mnemonic = "CudaAudit",
+        progress_message = "Auditing fatbins of %s" % subject,
+        use_default_shell_env = True,
+    )
+    return struct(report = report, status = status)
+
+def emit_audit_test_script(ctx, *, report, status):
+    """Writes the test's executable: it prints `report` and exits with `status`.
+
+    Args:
+      ctx: the rule context (a test rule's: the files are read from its runfiles).
+      report: File, emit_audit's report.
+      status: File, emit_audit's status.
+
+    Returns:
+      File, `<name>.sh`, to be the rule's executable, with `report` and `status` in its
+      runfiles.
+    """
+    if report == None or status == None:
+        fail("emit_audit_test_script needs report and status")
+    test = ctx.actions.declare_file(ctx.label.name + ".sh")
+    ctx.actions.write(
+        test,
+        "#!/bin/sh\ncat '%s'\nexit \"$(cat '%s')\"\n" % (report.short_path, status.short_path),
+        is_executable = True,
+    )
+    return test
