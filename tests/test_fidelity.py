@@ -144,7 +144,7 @@ def cwd_quote(cwd: pathlib.Path) -> bytes:
     return f'"{cwd}/'.encode()
 
 
-# The $PWD the step gives cicc (step.PORTABLE_PWD).
+# The $PWD the step gives cicc (steps_exec.PORTABLE_PWD).
 PORTABLE_PWD = b"/proc/self/cwd"
 
 

@@ -29,6 +29,10 @@ STEP_RUNNER = [
     "cuda_split/command.py",
     "cuda_split/plan.py",
     "cuda_split/step.py",
+    "cuda_split/steps_compile.py",
+    "cuda_split/steps_exec.py",
+    "cuda_split/steps_link.py",
+    "cuda_split/steps_mono.py",
 ]
 
 
