@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+import cuda_version_table  # noqa: E402
+
 SETUP_HINT = "run `bash scripts/setup.sh` first"
 
 # What a test needs, as a marker (pyproject.toml lists them): `bazel` (runs Bazel),
@@ -43,10 +46,17 @@ def refuse_in_quick_tier(what: str, marker: str) -> None:
         pytest.fail(f"this test uses {what}: mark it `@pytest.mark.{marker}` (quick tier)")
 
 
+def checkout_sdk(repo: pathlib.Path = REPO) -> pathlib.Path:
+    """Where scripts/setup.sh installs the SDK in the checkout `repo` (`.sdk/` and the SDK
+    root inside the default version's wheels, from the version table): the one place the
+    tests spell that path. Nothing is checked or refused (a fake checkout may use it)."""
+    return cuda_version_table.checkout_sdk(repo)
+
+
 def sdk_root() -> pathlib.Path:
     """The SDK the tests use: $CUDA_SPLIT_SDK, else the wheels set-up installs."""
     refuse_in_quick_tier("the CUDA SDK", "nvcc")
-    return pathlib.Path(os.environ.get("CUDA_SPLIT_SDK", REPO / ".sdk" / "nvidia" / "cu13"))
+    return pathlib.Path(os.environ.get("CUDA_SPLIT_SDK", checkout_sdk()))
 
 
 @pytest.fixture(scope="session")

@@ -72,20 +72,9 @@ def test_table_has_every_component_for_both_linux_platforms() -> None:
                 assert f["url"].startswith(cvt.FILES_HOST), f["url"]
                 assert f["url"].endswith(".whl")
                 assert len(f["sha256"]) == 64 and int(f["sha256"], 16) >= 0
-                assert f["strip_prefix"] == "nvidia/cu13"
+                # One SDK root per major version, as pip lays the wheels out.
+                assert f["strip_prefix"] == "nvidia/cu" + version.split(".")[0]
                 assert f["type"] == "zip" and f["size"] > 0
-
-
-def test_table_13_0_compiler_set_is_the_pin_of_cuda_wheels_txt() -> None:
-    pins = {}
-    for line in (REPO / "scripts" / "cuda-wheels.txt").read_text().splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.split("==")
-            pins[name] = version
-    components = _table()["13.0"]["components"]
-    for name in [*cvt.DEFAULT_COMPONENTS, "cublas"]:
-        comp = components[name]
-        assert pins[comp["package"]] == comp["version"], name
 
 
 def test_script_reads_cuda_toolkit_pins() -> None:
@@ -113,18 +102,19 @@ def test_script_wheel_urls_platforms_and_roots() -> None:
     assert cvt.wheel_platform("n-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl")
     assert cvt.wheel_platform("n-1-py3-none-manylinux_2_27_aarch64.whl") == "linux-sbsa"
     assert cvt.wheel_platform("n-1-py3-none-win_amd64.whl") is None
-    cu13 = ["nvidia/cu13/bin/nvcc", "nvidia/cu13/include/crt/x.h", "n-1.dist-info/RECORD"]
-    assert cvt.sdk_root(cu13) == "nvidia/cu13"
+    root = cvt.version_sdk_root()
+    listing = [f"{root}/bin/nvcc", f"{root}/include/crt/x.h", "n-1.dist-info/RECORD"]
+    assert cvt.sdk_root(listing) == root
     # What PyPI's CUDA 12 "nvcc" wheel holds (nvidia-cuda-nvcc-cu12 12.9.86): no bin/nvcc,
     # which the script checks before it writes a version.
-    cu12 = [
+    cuda12_listing = [
         "nvidia/__init__.py",
         "nvidia/cuda_nvcc/__init__.py",
         "nvidia/cuda_nvcc/bin/ptxas",
         "nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so",
     ]
-    assert cvt.sdk_root(cu12) == "nvidia/cuda_nvcc"
-    assert "nvidia/cuda_nvcc/bin/nvcc" not in cu12
+    assert cvt.sdk_root(cuda12_listing) == "nvidia/cuda_nvcc"
+    assert "nvidia/cuda_nvcc/bin/nvcc" not in cuda12_listing
     with pytest.raises(ValueError, match="one nvidia/<dir> root"):
         cvt.sdk_root(["nvidia/a/x", "nvidia/b/y"])
 
@@ -360,15 +350,16 @@ def _redistrib_from_wheels(dest: pathlib.Path) -> dict:
     for name, key in REDISTRIB_NAMES.items():
         comp = _table()["13.0"]["components"][name]
         wheel = CACHE / comp["platforms"][PLATFORM]["url"].rsplit("/", 1)[1]
+        root = comp["platforms"][PLATFORM]["strip_prefix"] + "/"
         top = f"{key}-{PLATFORM}-{comp['version']}-archive"
         # NVIDIA's are .tar.xz; gzip level 1 is ten times faster to write and unpack.
         rel = f"{key}/{PLATFORM}/{top}.tar.gz"
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as z, tarfile.open(dest / rel, "w:gz", compresslevel=1) as tar:
             for info in z.infolist():
-                if not info.filename.startswith("nvidia/cu13/") or info.is_dir():
+                if not info.filename.startswith(root) or info.is_dir():
                     continue
-                member = tarfile.TarInfo(top + "/" + info.filename[len("nvidia/cu13/") :])
+                member = tarfile.TarInfo(top + "/" + info.filename[len(root) :])
                 member.size, member.mode = info.file_size, (info.external_attr >> 16) or 0o644
                 tar.addfile(member, z.open(info))
         manifest[key] = {

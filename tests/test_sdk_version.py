@@ -1,0 +1,91 @@
+"""The SDK version is one fact: scripts/cuda_version_table.py's DEFAULT_VERSION and RELEASES.
+
+Adding a CUDA version is one regenerated table (docs/sdk.md, "Add a version"): the script
+writes rules_cuda_split/private/cuda_versions.bzl (which carries DEFAULT_VERSION to the
+rules) and scripts/cuda-wheels.txt (what scripts/setup.sh downloads), and everything else
+derives the version and the SDK's directory inside the wheels (`nvidia/cu<major>`, the
+table's `strip_prefix`) from them. No network: the checked-in table is the input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pathlib
+import subprocess
+
+import pytest
+
+from conftest import REPO, checkout_sdk
+from conftest import cuda_version_table as cvt
+
+TABLE = cvt.checked_in_table()
+
+
+def test_cuda_wheels_txt_is_what_the_script_generates() -> None:
+    text = (REPO / "scripts" / "cuda-wheels.txt").read_text()
+    assert text == cvt.setup_wheels(TABLE), (
+        "scripts/cuda-wheels.txt is stale: run `python3 scripts/cuda_version_table.py` "
+        "(or `--wheels > scripts/cuda-wheels.txt` for the checked-in table)"
+    )
+
+
+def test_the_table_carries_the_default_version() -> None:
+    text = cvt.TABLE.read_text()
+    assert f'\nDEFAULT_VERSION = "{cvt.DEFAULT_VERSION}"\n' in text
+    assert cvt.DEFAULT_VERSION in TABLE and cvt.DEFAULT_VERSION in cvt.RELEASES
+
+
+def _pins(text: str) -> dict[str, str]:
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    return dict(line.split("==") for line in lines)
+
+
+@pytest.mark.parametrize("version", sorted(TABLE))
+def test_each_version_has_a_setup_list(version: str) -> None:
+    """`--wheels VERSION`: the default set and SETUP_COMPONENTS of that version, and a
+    cuobjdump of that release or the next that has one."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cvt.main(["--wheels", version]) == 0
+    assert out.getvalue() == cvt.setup_wheels(TABLE, version)
+    pins = _pins(out.getvalue())
+    components = TABLE[version]["components"]
+    for name in [*cvt.DEFAULT_COMPONENTS, *cvt.SETUP_COMPONENTS]:
+        assert pins.pop(components[name]["package"]) == components[name]["version"], name
+    cuobjdump = pins.pop(cvt.TEST_TOOLS["cuobjdump"])
+    assert not pins
+    own = TABLE[version]["tools"].get("cuobjdump")
+    if own:
+        assert cuobjdump == own["version"]
+    else:  # 13.0: NVIDIA publishes no cuobjdump wheel of it
+        assert cuobjdump.split(".")[:2] > version.split(".")[:2]
+    assert f".sdk/{cvt.version_sdk_root(version, TABLE)}/" in out.getvalue()
+
+
+def test_sdk_root_is_the_wheels_strip_prefix() -> None:
+    for version, entry in TABLE.items():
+        (root,) = {
+            f["strip_prefix"]
+            for comp in entry["components"].values()
+            for f in comp["platforms"].values()
+        }
+        assert cvt.version_sdk_root(version) == root
+    root = cvt.version_sdk_root()
+    assert checkout_sdk() == REPO / ".sdk" / root
+    assert checkout_sdk(pathlib.Path("/co")) == pathlib.Path("/co/.sdk") / root
+    proc = subprocess.run(
+        ["python3", "scripts/cuda_version_table.py", "--sdk-root"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert proc.stdout == root + "\n"
+
+
+def test_an_unknown_version_is_named() -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        cvt.main(["--wheels", "12.9"])
+    assert "CUDA 12.9 is not in the table (it has " in err.getvalue()
