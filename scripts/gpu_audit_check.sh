@@ -18,7 +18,9 @@ set -euo pipefail
 if [[ "${1:-}" == "--build" ]]; then
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   out="${2:-$repo/.cache/gpu_audit}"
-  sdk="${CUDA_SPLIT_SDK:-$repo/.sdk/nvidia/cu13}"
+  # The SDK scripts/setup.sh installs: .sdk/ and the SDK root inside the default
+  # version's wheels, from the version table.
+  sdk="${CUDA_SPLIT_SDK:-$repo/.sdk/$(python3 "$repo/scripts/cuda_version_table.py" --sdk-root)}"
   mkdir -p "$out"
   src="$repo/tests/audit/jit_probe.cu"
   build() {  # name gencode

@@ -17,12 +17,13 @@ option RULES does not name is passed to every step.
 
 Usage:
 
-    python3 scripts/nvcc_option_table.py --nvcc 13.0=.sdk/nvidia/cu13/bin/nvcc \\
-        --nvcc 13.5=/tmp/x/nvidia/cu13/bin/nvcc
+    python3 scripts/nvcc_option_table.py --nvcc 13.0=.sdk/<SDK root>/bin/nvcc \\
+        --nvcc 13.5=/tmp/x/<SDK root>/bin/nvcc
 
-rewrites both files. A version given no `--nvcc` keeps what the checked-in table says of
-it (so one SDK on disk is enough to regenerate); `--check` exits 1 when the files are
-stale instead of writing them.
+rewrites both files (the SDK root inside a version's wheels, `nvidia/cu<major>`, is what
+`python3 scripts/cuda_version_table.py --sdk-root VERSION` prints). A version given no
+`--nvcc` keeps what the checked-in table says of it (so one SDK on disk is enough to
+regenerate); `--check` exits 1 when the files are stale instead of writing them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
 #      .cache/cuda-wheels: Bazel's hermetic SDK (WORKSPACE, `@cuda`) reads them from there
 #      (`--distdir`, below) instead of fetching them from PyPI again; and installed from
 #      there into .sdk/ for the tests that run nvcc and the step runner outside Bazel (the
-#      SDK is then .sdk/nvidia/cu13/{bin,nvvm,include,lib});
+#      SDK is then .sdk/<SDK root>/{bin,nvvm,include,lib}, the SDK root inside the wheels
+#      being nvidia/cu<major>: `python3 scripts/cuda_version_table.py --sdk-root`);
 #   3. .venv/, this checkout's Python virtual environment: the dev tools of
 #      scripts/requirements-dev.txt (pytest, ruff) and the project's console scripts
 #      (nvcc-split, cuda-split; editable, from tools/ of this checkout). Nothing is
@@ -28,7 +29,10 @@ OFFLINE="$ROOT/.offline"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 SDK_DIR="$ROOT/.sdk"
-CUDA_PATH_DIR="$SDK_DIR/nvidia/cu13"
+# The SDK root inside the default version's wheels (nvidia/cu<major>) and the SDK's
+# directory in .sdk/: the version table's, set by find_sdk_root once .venv/ exists.
+WHEEL_SDK_ROOT=""
+CUDA_PATH_DIR=""
 WHEELS="$ROOT/.cache/cuda-wheels"
 APT_PACKAGES=(
     bazel-bootstrap bazel-platforms bazel-rules-cc bazel-rules-java bazel-skylib
@@ -100,8 +104,15 @@ make_venv() {
     echo "$want" >"$VENV/.stamp"
 }
 
-# The pinned wheels, as files: the same files (names and SHA-256) as the 13.0 entries of
-# rules_cuda_split/private/cuda_versions.bzl, which tests/test_wheel_sdk.py checks.
+find_sdk_root() {
+    WHEEL_SDK_ROOT="$("$PY" scripts/cuda_version_table.py --sdk-root)"
+    CUDA_PATH_DIR="$SDK_DIR/$WHEEL_SDK_ROOT"
+}
+
+# The pinned wheels, as files: the same files (names and SHA-256) as the default version's
+# entries of rules_cuda_split/private/cuda_versions.bzl. scripts/cuda-wheels.txt is
+# generated from that table by scripts/cuda_version_table.py (tests/test_sdk_version.py
+# checks that it is current), so reading it here needs no network.
 download_cuda_wheels() {
     local want stamp="$WHEELS/.stamp"
     want="$(sha256_of scripts/cuda-wheels.txt)"
@@ -128,8 +139,8 @@ install_cuda_wheels() {
     # interrupted run never leaves a half SDK behind a valid stamp.
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-index \
         --find-links "$WHEELS" --target "$partial" -r scripts/cuda-wheels.txt
-    [[ -x "$partial/nvidia/cu13/bin/nvcc" ]] || {
-        log "error: the wheels gave no nvidia/cu13/bin/nvcc"
+    [[ -x "$partial/$WHEEL_SDK_ROOT/bin/nvcc" ]] || {
+        log "error: the wheels gave no $WHEEL_SDK_ROOT/bin/nvcc"
         exit 1
     }
     echo "$want" >"$partial/.stamp"
@@ -350,6 +361,7 @@ fi
 
 install_apt_packages
 make_venv
+find_sdk_root
 download_cuda_wheels
 install_cuda_wheels
 normalize_sdk_mtimes "$SDK_DIR"

@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy, use_local_sdk
+from conftest import checkout_sdk
 
 pytestmark = pytest.mark.bazel
 
@@ -249,7 +250,7 @@ def test_classic_layout_links_the_device_runtime_under_every_strategy(
     the wheels (test_two_checkouts_build_byte_identical_outputs), sandboxed and not: a
     program with device-side launches and a -dlto program link, with libcudadevrt's module
     registered, and the same binaries both ways."""
-    wheels = REPO / ".sdk" / "nvidia" / "cu13"
+    wheels = checkout_sdk()
     if not (wheels / "bin" / "nvcc").is_file():
         pytest.skip("needs the wheels' SDK of scripts/setup.sh")
     sdk = _classic_sdk(wheels, tmp_path / "cuda")

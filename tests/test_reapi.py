@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
+from conftest import checkout_sdk
 from cuda_split.execlog import read_log
 from reapi.backend import Backend, backend_for_tests, free_port
 
@@ -210,7 +211,7 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
     assert re.search(r"\d+ remote\b", summary) and "sandbox" not in summary, summary
 
     # Actions that read SDK files they did not declare: the workers hide them.
-    sdk_nvcc = REPO / ".sdk" / "nvidia" / "cu13" / "bin" / "nvcc"
+    sdk_nvcc = checkout_sdk() / "bin" / "nvcc"
     probes = {"sdk": f"ls -l {sdk_nvcc}"}
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
         probes["usr_local_cuda"] = "ls -l /usr/local/cuda/bin/nvcc"

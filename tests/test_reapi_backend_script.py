@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
+from conftest import checkout_sdk
 from reapi.backend import find_cuda_installs, free_port
 
 SCRIPT = REPO / "scripts" / "reapi_backend.sh"
@@ -159,10 +160,11 @@ def fake_installs() -> Iterator[dict[str, pathlib.Path]]:
     --target), NVIDIA wheels in a virtual environment, a stray `nvcc` script. In /tmp,
     outside pytest's directory (which the backend is told to hide)."""
     root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-fake-cuda-"))
-    sdk = root / "other-checkout" / ".sdk"
+    checkout = root / "other-checkout"
+    sdk = checkout / ".sdk"
     venv_nvidia = root / "venv" / "lib" / "python3.12" / "site-packages" / "nvidia"
     files = {
-        "sdk_nvcc": sdk / "nvidia" / "cu13" / "bin" / "nvcc",
+        "sdk_nvcc": checkout_sdk(checkout) / "bin" / "nvcc",
         "wheel_cudart": venv_nvidia / "cuda_runtime" / "lib" / "libcudart.so.12",
         "stray_nvcc": root / "wrappers" / "nvcc",
     }
@@ -182,8 +184,9 @@ def test_find_cuda_installs(tmp_path: pathlib.Path) -> None:
         path.write_text("x")
         return path
 
-    touch("co/.sdk/nvidia/cu13/bin/nvcc")
-    touch("co/.sdk/nvidia/cu13/include/cuda_runtime.h")
+    sdk = checkout_sdk(tmp_path / "co").relative_to(tmp_path)
+    touch(f"{sdk}/bin/nvcc")
+    touch(f"{sdk}/include/cuda_runtime.h")
     (tmp_path / "co/.sdk/nvidia_cuda_nvcc-13.0.88.dist-info").mkdir()
     touch("venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")
     touch("opt/cuda-12.4/bin/ptxas")

@@ -92,7 +92,7 @@ def _table() -> dict:
 def classic_headers(names: list[str], root: str) -> list[str]:
     """The include paths (`cuda_runtime.h`, `thrust/sort.h`) of a wheel's public headers.
 
-    `names` is the wheel's zip listing, `root` its SDK root (`nvidia/cu13`).
+    `names` is the wheel's zip listing, `root` its SDK root (`nvidia/cu<major>`).
     """
     prefix = root + "/include/"
     out = set()
@@ -218,25 +218,26 @@ def _cases() -> list[tuple[str, str]]:
 
 
 def test_classic_headers_are_the_public_ones_of_the_listing() -> None:
+    root = cvt.version_sdk_root()  # the default version's (`nvidia/cu<major>`)
     names = [
         "nvidia/__init__.py",
-        "nvidia/cu13/include/cuda_runtime.h",
-        "nvidia/cu13/include/crt/host_runtime.h",
-        "nvidia/cu13/include/cooperative_groups/reduce.h",
-        "nvidia/cu13/include/cooperative_groups/details/sync.h",
-        "nvidia/cu13/include/cccl/thrust/sort.h",
-        "nvidia/cu13/include/cccl/thrust/detail/config.h",
-        "nvidia/cu13/include/cccl/cuda/atomic",
-        "nvidia/cu13/include/cccl/cuda/__cccl_config",
-        "nvidia/cu13/include/cccl/nv/target",
-        "nvidia/cu13/include/nv/target",
-        "nvidia/cu13/include/nvtx3/nvToolsExt.h",
-        "nvidia/cu13/include/nvtx3/nvtxDetail/nvtxImpl.h",
-        "nvidia/cu13/include/cccl/cuda/std/version",
-        "nvidia/cu13/lib/libcudart.so.13",
-        "nvidia/cu13/include/README.txt",
+        f"{root}/include/cuda_runtime.h",
+        f"{root}/include/crt/host_runtime.h",
+        f"{root}/include/cooperative_groups/reduce.h",
+        f"{root}/include/cooperative_groups/details/sync.h",
+        f"{root}/include/cccl/thrust/sort.h",
+        f"{root}/include/cccl/thrust/detail/config.h",
+        f"{root}/include/cccl/cuda/atomic",
+        f"{root}/include/cccl/cuda/__cccl_config",
+        f"{root}/include/cccl/nv/target",
+        f"{root}/include/nv/target",
+        f"{root}/include/nvtx3/nvToolsExt.h",
+        f"{root}/include/nvtx3/nvtxDetail/nvtxImpl.h",
+        f"{root}/include/cccl/cuda/std/version",
+        f"{root}/lib/libcudart.so.13",
+        f"{root}/include/README.txt",
     ]
-    assert classic_headers(names, "nvidia/cu13") == [
+    assert classic_headers(names, root) == [
         "cooperative_groups/reduce.h",
         "cuda/atomic",
         "cuda_runtime.h",
@@ -250,7 +251,7 @@ def test_classic_headers_are_the_public_ones_of_the_listing() -> None:
         (["cublas.h"], []),
         (["cufft_device.h"], ["-DCUFFT_ENABLE_EXPERIMENTAL_API"]),
     ]
-    components = _table()["13.0"]["components"]
+    components = _table()[cvt.DEFAULT_VERSION]["components"]
     extra = needs(components, "cusolver")[len(cvt.DEFAULT_COMPONENTS) :]
     assert extra == ["cusolver", "cublas", "cusparse", "nvjitlink"]
 

@@ -27,5 +27,15 @@ if str(REPO / "tools") not in sys.path:
     sys.path.insert(0, str(REPO / "tools"))
 
 
+def checkout_nvcc() -> pathlib.Path:
+    """The nvcc scripts/setup.sh installs into this checkout's .sdk/ (where the version
+    table's default version puts it: scripts/cuda_version_table.py)."""
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    import cuda_version_table
+
+    return cuda_version_table.checkout_sdk(REPO) / "bin" / "nvcc"
+
+
 def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import REPO
+from . import REPO, checkout_nvcc
 
 
 @dataclasses.dataclass
@@ -216,7 +216,7 @@ def find_nvcc(given: str) -> str:
     for cand in (
         given,
         os.environ.get("CUDA_SPLIT_NVCC", ""),
-        str(REPO / ".sdk" / "nvidia" / "cu13" / "bin" / "nvcc"),
+        str(checkout_nvcc()),
         shutil.which("nvcc") or "",
         "/usr/local/cuda/bin/nvcc",
     ):
