@@ -4,6 +4,7 @@ load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load("//rules_cuda_split/private/actions:compile.bzl", "emit_compile_mono", "emit_compile_split")
+load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
 load(
     ":cc_flags.bzl",
     "compilation_mode_flags",
@@ -14,7 +15,7 @@ load(
 load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
 load(":flags.bzl", "check_nvcc_flags", "without_host_options")
 load(":plan.bzl", "codes_of", "files_by_arch")
-load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
+load(":rdc.bzl", "device_link_guard", "merge_rdc_infos")
 load(
     ":settings.bzl",
     "CudaCompileModeInfo",
@@ -179,7 +180,7 @@ def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain, pic):
         disallow_dynamic_library = True,
     )
     if ctx.attr.rdc:
-        guard = guard_linking_context(
+        guard = emit_rdc_guard(
             ctx,
             cc_toolchain = cc_toolchain,
             feature_configuration = feature_configuration,

@@ -5,6 +5,7 @@ load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 load("//rules_cuda_split/private/actions:device_link.bzl", "emit_device_link")
+load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
 load(":cc_flags.bzl", "compilation_outputs", "configure_cc_features", "pic_flags")
 load(
     ":common.bzl",
@@ -13,7 +14,7 @@ load(
     "TOOLCHAIN_TYPE",
     "resolve_archs",
 )
-load(":rdc.bzl", "device_link_guard", "guard_linking_context", "merge_rdc_infos")
+load(":rdc.bzl", "device_link_guard", "merge_rdc_infos")
 
 _CollectedRdcInfo = provider(
     doc = "The aspect's result: the relocatable device code of a target and its deps.",
@@ -80,7 +81,7 @@ def _cuda_device_link_impl(ctx):
             )]),
         ),
     ]))
-    guard = guard_linking_context(
+    guard = emit_rdc_guard(
         ctx,
         cc_toolchain = cc_toolchain,
         feature_configuration = feature_configuration,

@@ -1,6 +1,6 @@
-"""Merging relocatable device code (CudaRdcInfo) of targets and their dependencies."""
+"""Merging relocatable device code (CudaRdcInfo) of targets and their dependencies, and
+the symbol of the device-link guard (compiled by actions/rdc_guard.bzl)."""
 
-load("@rules_cc//cc:defs.bzl", "cc_common")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 
 def merge_rdc_infos(infos, cubins = {}, ltoir = {}, objects = [], module_ids = [], libraries = []):
@@ -45,44 +45,3 @@ def device_link_guard(label):
     """
     name = "".join([c if c.isalnum() else "_" for c in str(label).elems()])
     return "rules_cuda_split_rdc_library_%s_needs_cuda_device_link_in_deps" % name.strip("_")
-
-def guard_linking_context(ctx, *, cc_toolchain, feature_configuration, symbols, define):
-    """An always-linked object that references (`define = False`) or defines `symbols`.
-
-    Args:
-      ctx: the rule context.
-      cc_toolchain: the C++ toolchain.
-      feature_configuration: its configured features.
-      symbols: list[string], from device_link_guard.
-      define: bool.
-
-    Returns:
-      A LinkingContext.
-    """
-    if define:
-        lines = ["char %s = 0;" % s for s in symbols]
-    else:
-        lines = ["extern char %s;" % s for s in symbols]
-        lines += [
-            "__attribute__((used)) char* const %s_ref = &%s;" % (s, s)
-            for s in symbols
-        ]
-    src = ctx.actions.declare_file("_cuda/%s/dlink_guard.c" % ctx.label.name)
-    ctx.actions.write(src, "\n".join(lines) + "\n")
-    _, outputs = cc_common.compile(
-        actions = ctx.actions,
-        feature_configuration = feature_configuration,
-        cc_toolchain = cc_toolchain,
-        srcs = [src],
-        name = ctx.label.name + "_dlink_guard",
-    )
-    linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
-        actions = ctx.actions,
-        feature_configuration = feature_configuration,
-        cc_toolchain = cc_toolchain,
-        compilation_outputs = outputs,
-        name = ctx.label.name + "_dlink_guard",
-        alwayslink = True,
-        disallow_dynamic_library = True,
-    )
-    return linking_context
