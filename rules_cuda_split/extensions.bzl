@@ -18,6 +18,11 @@ wins, then the first in dependency order.
 """
 
 load(
+    "//rules_cuda_split/private:cuda_versions.bzl",
+    "CUDA_VERSIONS",
+    "DEFAULT_VERSION",
+)
+load(
     "//rules_cuda_split/private:sdk_repository.bzl",
     "DEFAULT_SDK_PATHS",
     "cuda_sdk_repository",
@@ -53,8 +58,11 @@ version.""",
             default = "cuda",
         ),
         "versions": attr.string_list(
-            doc = "CUDA versions of the table (`13.0`, `13.2`, `13.5`).",
-            default = ["13.0"],
+            doc = "CUDA versions of the table (%s); default: its default version, `%s`." % (
+                ", ".join(["`%s`" % v for v in CUDA_VERSIONS]),
+                DEFAULT_VERSION,
+            ),
+            default = [DEFAULT_VERSION],
         ),
         "default_version": attr.string(
             doc = "The version built when `--@rules_cuda_split//cuda:version` is unset; " +

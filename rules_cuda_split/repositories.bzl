@@ -17,6 +17,7 @@ An SDK installed on the machine instead of the wheels:
 
 load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
 load("@bazel_tools//tools/build_defs/repo:utils.bzl", "maybe")
+load("//rules_cuda_split/private:cuda_versions.bzl", _DEFAULT_VERSION = "DEFAULT_VERSION")
 load(
     "//rules_cuda_split/private:sdk_repository.bzl",
     _DEFAULT_SDK_PATHS = "DEFAULT_SDK_PATHS",
@@ -82,7 +83,7 @@ def rules_cuda_split_toolchains(name = "local_cuda", **kwargs):
 
 def rules_cuda_split_wheel_toolchains(
         name = "cuda",
-        versions = ["13.0"],
+        versions = [_DEFAULT_VERSION],
         default_version = "",
         **kwargs):
     """Declares the hermetic SDKs (`cuda_wheel_sdks`) and registers their toolchains.
@@ -92,7 +93,8 @@ def rules_cuda_split_wheel_toolchains(
 
     Args:
       name: the hub repository's name; the versions are `<name>_13_0`, ...
-      versions: list of CUDA versions of the table (`13.0`, `13.2`, `13.5`).
+      versions: list of CUDA versions of the table (`CUDA_VERSIONS` of
+        `private/cuda_versions.bzl`); default: the table's `DEFAULT_VERSION`.
       default_version: the version built when the flag is unset; default: the first.
       **kwargs: further arguments of `cuda_wheel_sdks` (`components`, `base_url`,
         `local_fallback`, `table`).

@@ -153,7 +153,7 @@ ARCH_SPECS = ["sm_90", "sm_80,sm_90", "sm_80;compute_90"]
 _MASKS = [
     (re.compile(r"buck-out/v2/gen/root/[0-9a-f]+/(.*?)/__[^/]+__/"), r"<OUT>/\1/"),
     (re.compile(r"bazel-out/[^/]+/bin/"), "<OUT>/"),
-    (re.compile(r"external/cuda_13_0/"), "<SDK>/"),
+    (re.compile(r"external/cuda_\d+_\d+/"), "<SDK>/"),  # the wheel SDK of any version
     (re.compile(re.escape(recorder.SDK_DIR) + "/"), "<SDK>/"),
 ]
 _BAZEL_BIN_INCLUDE = re.compile(r"--nvcc-flag=-Ibazel-out/[^/]+/bin(/|$)")

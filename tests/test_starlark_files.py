@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 
+from conftest import cuda_version_table as cvt
 from starlark_util import REPO, run_starlark
 
 Call = dict[str, object]
@@ -162,9 +163,12 @@ def _workspace_sdks(calls: list[Call]) -> dict[str, dict[str, object]]:
 
 
 def _module_sdks(calls: list[Call]) -> dict[str, dict[str, object]]:
+    # A tag without `versions` gets the table's default version (extensions.bzl).
+    extensions = (REPO / "rules_cuda_split" / "extensions.bzl").read_text()
+    assert "default = [DEFAULT_VERSION]," in extensions
     return {
         c["kwargs"]["name"]: {
-            "versions": sorted(c["kwargs"]["versions"]),
+            "versions": sorted(c["kwargs"].get("versions", [cvt.DEFAULT_VERSION])),
             "components": sorted(c["kwargs"].get("components", [])),
         }
         for c in _named(calls, "cuda.wheel_sdk")
@@ -184,7 +188,9 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
 
     # The hermetic SDK (NVIDIA's wheels), no SDK found on the machine, in both.
     sdks = _workspace_sdks(ws)
-    assert sdks == _module_sdks(mod) == {"cuda": {"versions": ["13.0"], "components": ["cublas"]}}
+    # The default version: neither names one (the version table's DEFAULT_VERSION).
+    expected = {"cuda": {"versions": [cvt.DEFAULT_VERSION], "components": ["cublas"]}}
+    assert sdks == _module_sdks(mod) == expected
     assert not _named(ws, "cuda_sdk_repository") and not _named(mod, "cuda.sdk")
     repos = {r for u in _named(mod, "use_repo") for r in u["args"][1:]}
     assert set(sdks) <= repos
@@ -196,7 +202,7 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
     # The hub's toolchains: WORKSPACE's macro names each, MODULE.bazel registers `:all`.
     assert _named(ws, "native.register_toolchains")[0]["args"] == [
         "@cuda//:toolchain_default",
-        "@cuda//:toolchain_13.0",
+        f"@cuda//:toolchain_{cvt.DEFAULT_VERSION}",
     ]
     assert [t for t in _toolchains(mod) if t.startswith("@cuda//")] == ["@cuda//:all"]
 

@@ -185,8 +185,8 @@ def not_found_message(name, looked, path_env):
         "  - CUDA_PATH (or CUDA_HOME) for Bazel: --repo_env=CUDA_PATH=/opt/cuda on the command" +
         " line or in .bazelrc, or exported in the shell that starts Bazel;",
         "  - in a checkout of rules_cuda_split: `bash scripts/setup.sh` installs the pinned" +
-        " CUDA wheels into .sdk/ and writes .bazelrc.user with" +
-        " --repo_env=CUDA_PATH=.../.sdk/nvidia/cu13.",
+        " CUDA wheels into .sdk/; --repo_env=CUDA_PATH=$PWD/.sdk/<SDK root> names them" +
+        " (`python3 scripts/cuda_version_table.py --sdk-root` prints the SDK root).",
     ])
     return "\n".join(lines)
 

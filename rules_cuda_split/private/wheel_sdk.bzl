@@ -393,7 +393,9 @@ components it needs at link time. The targets are those of `cuda_sdk_repository`
 on the targets of what it needs.""",
     attrs = {
         "version": attr.string(
-            doc = "The CUDA version, a key of the table (`13.0`, `13.2`, `13.5`).",
+            doc = "The CUDA version, a key of the table (%s)." % ", ".join(
+                ["`%s`" % v for v in CUDA_VERSIONS],
+            ),
             mandatory = True,
         ),
         "components": attr.string_list(
