@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -20,6 +21,14 @@ from conftest import REPO, checkout_sdk
 from conftest import cuda_version_table as cvt
 
 TABLE = cvt.checked_in_table()
+
+# Where a version's directory name (`cu<major>`) may be written: what the script
+# generates, the documentation (its examples), and benchmark results (what was measured).
+GENERATED = {"rules_cuda_split/private/cuda_versions.bzl", "scripts/cuda-wheels.txt"}
+NOT_CODE = ("benchmarks/results/",)
+# `cu<digits>` as a word of its own (in `nvidia/cu<major>/bin`), not the `-cu12` of a PyPI
+# package's name (nvidia-cuda-nvcc-cu12) or part of a longer identifier.
+VERSION_DIR = re.compile(r"(?<![\w-])cu\d+(?!\w)")
 
 
 def test_cuda_wheels_txt_is_what_the_script_generates() -> None:
@@ -89,3 +98,38 @@ def test_an_unknown_version_is_named() -> None:
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
         cvt.main(["--wheels", "12.9"])
     assert "CUDA 12.9 is not in the table (it has " in err.getvalue()
+
+
+def _checkout_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sorted({name.decode() for name in out.split(b"\0") if name})
+
+
+def test_no_file_but_the_table_names_a_version_directory() -> None:
+    """A new major version's wheels (`nvidia/cu<major>`) change nothing outside the
+    generated files: code and tests derive the directory from the table
+    (`version_sdk_root`, `checkout_sdk`, `--sdk-root`)."""
+    hits = []
+    for rel in _checkout_files():
+        path = REPO / rel
+        if rel in GENERATED or rel.endswith(".md") or rel.startswith(NOT_CODE):
+            continue
+        if not path.is_file() or path.is_symlink():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if VERSION_DIR.search(line):
+                hits.append(f"{rel}:{number}: {line.strip()}")
+    assert not hits, (
+        "a CUDA version's directory written out (derive it from the version table: "
+        "scripts/cuda_version_table.py's version_sdk_root, tests/conftest.py's "
+        "checkout_sdk, `--sdk-root` in shell):\n" + "\n".join(hits)
+    )
