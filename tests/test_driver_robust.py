@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from conftest import REPO
 from cuda_split import cache as cachelib
 from cuda_split import driver, file_notes
@@ -372,3 +374,34 @@ def test_paths_with_spaces_are_split_and_cached(sdk, tmp_path) -> None:
     assert {r["cache"] for r in rows} - {"off"} == {"miss", "hit"}  # split, not passed on
     second = rows[len(rows) // 2 :]
     assert {r["cache"] for r in second if r["kind"] in cached} == {"hit"}
+
+
+def test_bad_cache_max_size_names_the_flag_and_the_accepted_forms(tmp_path) -> None:
+    for text in ("1X", "lots", "-1", "K", "nan"):
+        with pytest.raises(ValueError, match=rf"bad size '{text}': a number of bytes.* GiB"):
+            cachelib.parse_size(text)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    (tmp_path / "cache").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuda_split.driver", "--stats"]
+        + ["--cache-dir", str(tmp_path / "cache"), "--cache-max-size", "1X"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("nvcc-split: --cache-max-size: bad size '1X': "), proc.stderr
+    assert "could not convert" not in proc.stderr
+
+
+def test_stats_show_a_small_bound_in_its_own_unit(tmp_path) -> None:
+    assert [cachelib.format_size(n) for n in (0, 999, 100_000, 123_456, 5 * 10**9)] == [
+        "0 B",
+        "999 B",
+        "100 kB",
+        "123.5 kB",
+        "5 GB",
+    ]
+    text = cachelib.Cache(str(tmp_path), cachelib.parse_size("100K")).stats_text()
+    assert "size             0 B of 100 kB (--cache-max-size)" in text, text

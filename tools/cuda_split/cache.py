@@ -72,9 +72,27 @@ def parse_size(text: str) -> int:
     t = text.strip().upper().removesuffix("B")
     num = t.rstrip("KMGTI")
     suffix = t[len(num) :]
-    if suffix not in _SUFFIXES or not num:
-        raise ValueError(f"bad size '{text}' (examples: 5G, 500M, 1.5GiB, 1000000)")
-    return int(float(num) * _SUFFIXES[suffix])
+    try:
+        value = float(num) if suffix in _SUFFIXES and num else -1.0
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(
+            f"bad size '{text}': a number of bytes, optionally followed by K, M, G or T "
+            "(powers of 1000) or KiB, MiB, GiB or TiB (powers of 1024); "
+            "examples: 5G, 500M, 1.5GiB, 1000000"
+        )
+    return int(value * _SUFFIXES[suffix])
+
+
+def format_size(size: int) -> str:
+    """`size` bytes in the largest decimal unit (B, kB, MB, GB, TB) it reaches, to one
+    decimal: `100 kB`, `12.3 MB`, `5 GB` (so a bound of 100K does not read `0 MB`)."""
+    unit, name = 1, "B"
+    for u, n in ((1000, "kB"), (1000**2, "MB"), (1000**3, "GB"), (1000**4, "TB")):
+        if size >= u:
+            unit, name = u, n
+    return f"{size / unit:.1f}".removesuffix(".0") + " " + name
 
 
 def default_dir() -> str:
@@ -340,7 +358,7 @@ class Cache(FileNotes):
         return (
             f"cache directory  {self.root}\n"
             f"entries          {len(entries)}\n"
-            f"size             {size / 1e6:.1f} MB of {self.max_size / 1e6:.0f} MB "
+            f"size             {format_size(size)} of {format_size(self.max_size)} "
             "(--cache-max-size)\n"
             f"steps looked up  {looked}: {counts['hits']} hits, {counts['misses']} misses\n"
             f"hit rate         {rate}\n"

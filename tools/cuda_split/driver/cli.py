@@ -259,7 +259,7 @@ def print_stats(driver_argv: Sequence[str]) -> int:
     try:
         max_size = cachelib.parse_size(ns.cache_max_size)
     except ValueError as e:
-        say(str(e))
+        say(f"--cache-max-size: {e}")
         return 2
     root = ns.cache_dir or cachelib.default_dir()
     if not os.path.isdir(root):

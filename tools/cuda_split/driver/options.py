@@ -260,7 +260,7 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
     try:
         max_size = cachelib.parse_size(ns.cache_max_size)
     except ValueError as e:
-        p.error(str(e))
+        p.error(f"--cache-max-size: {e}")
     if ns.remote and not re.fullmatch(r"(grpcs?://)?[^/\s]+/?", ns.remote):
         p.error(f"--remote {ns.remote}: expected grpc://HOST:PORT (or grpcs://HOST:PORT)")
     if ns.remote_exec and not ns.remote:
