@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -54,6 +55,18 @@ def _execroot(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
     return root
 
 
+def _logged(spawns: list[dict[str, object]], root: pathlib.Path) -> list[dict[str, object]]:
+    """The spawns with their params files' digests as Bazel logs them (SHA-256, size) from
+    the files under `root` at the time of the build."""
+    for s in spawns:
+        for i in s["inputs"]:  # type: ignore[attr-defined]
+            if i["path"].endswith(".params") and (root / i["path"]).is_file():
+                data = (root / i["path"]).read_bytes()
+                i["digest"]["hash"] = hashlib.sha256(data).hexdigest()
+                i["digest"]["sizeBytes"] = str(len(data))
+    return spawns
+
+
 PRE_PARAMS = f"{BIN}/x.compute_90.cpp1.ii-0.params"
 CICC_PARAMS = f"{BIN}/x.compute_90.ptx-0.params"
 PTXAS_PARAMS = f"{BIN}/x.sm_90.cubin-0.params"
@@ -99,7 +112,8 @@ def _builds(tmp_path: pathlib.Path, *, cicc_input_changes: bool) -> tuple[list[s
         _spawn("CudaPtxas", [f"{BIN}/x.sm_90.cubin"], PTXAS_PARAMS, {PTX: "ptx-a"}, hit=True),
     ]
     # The params digests of A and B differ only for the preprocessor (its content).
-    b[0]["inputs"][0]["digest"]["hash"] = "params-b"  # type: ignore[index]
+    _logged(a, root_a)
+    _logged(b, root_b)
     _write_log(tmp_path / "a.json", a)
     _write_log(tmp_path / "b.json", b)
     args = [
@@ -220,6 +234,7 @@ def test_a_step_of_several_archs_shows_none(tmp_path: pathlib.Path) -> None:
         {},
         progress="Preprocessing pkg/x.cu for the host and the device (gcc -E, cudafe++)",
     )
+    _logged([spawn], root)
     assert explain.Spawn(spawn, str(root)).arch == ""
     # Without the params, the outputs' one arch is what there is to go by.
     assert explain.Spawn(spawn).arch == "compute_90"
@@ -439,3 +454,66 @@ def test_json_on_stdout_for_tools(
     assert explain.main([*args, f"--json={tmp_path / 'r.json'}"]) == 0
     assert "per mnemonic and arch" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text()) == rows
+
+
+def test_two_builds_in_one_workspace_keep_each_builds_params(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both builds in one execroot: the second rewrites the first's params file. Its
+    digest tells explain the copy is not the first build's; `save-params` keeps it."""
+    root = tmp_path / "execroot"
+    argv = "--kind\nhost_preprocess\n--src\npkg/x.cu\n"
+    argv += "--nvcc-flag=-gencode=arch=compute_{0},code=[sm_{0}]\n"
+    out = [f"{BIN}/x.cpp4.ii"]
+    _execroot(root, {PRE_PARAMS: argv.format(80)})
+    _write_log(tmp_path / "a.json", _logged([_spawn("CudaPreprocess", out, PRE_PARAMS, {})], root))
+    saved = tmp_path / "a-params"
+    args = ["save-params", str(tmp_path / "a.json"), f"--execroot={root}", f"--to={saved}"]
+    assert explain.main(args) == 0
+    assert capsys.readouterr().out == f"saved 1 params file(s) to {saved}\n"
+    _execroot(root, {PRE_PARAMS: argv.format(86)})  # build B, same workspace
+    _write_log(tmp_path / "b.json", _logged([_spawn("CudaPreprocess", out, PRE_PARAMS, {})], root))
+    base = ["explain", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"]
+    base += [f"--old-execroot={root}", f"--new-execroot={root}"]
+
+    assert explain.main(base) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    (reason,) = row["reasons"]
+    assert "reordered" not in reason
+    assert "its digest differs" in reason and "cuda-split save-params" in reason, reason
+
+    assert explain.main([*base, f"--old-params={saved}"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["reasons"] == [
+        "arguments (params file x.compute_90.cpp1.ii-0.params): "
+        "other build only: --nvcc-flag=-gencode=arch=compute_80,code=[sm_80]; "
+        "this build only: --nvcc-flag=-gencode=arch=compute_86,code=[sm_86]"
+    ]
+    # LOG.params beside the log is found without the flag.
+    (tmp_path / "a.json.params").symlink_to(saved)
+    assert explain.main(base) == 0
+    assert json.loads(capsys.readouterr().out)[0]["reasons"] == row["reasons"]
+    # A build without --materialize_param_files: nothing to save, and it says why.
+    assert explain.main(["save-params", str(tmp_path / "a.json"), "--execroot=/nonexistent"]) == 1
+    assert "build with --materialize_param_files" in capsys.readouterr().out
+
+
+def test_a_log_without_cache_hits_says_hits_need_a_cache(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --disk_cache or --remote_cache, unchanged actions are not in the log."""
+    a = [_spawn("CudaCicc", [f"{BIN}/x.compute_{v}.ptx"], f"p{v}.params", {}) for v in (80, 90)]
+    _write_log(tmp_path / "a.json", a)
+    _write_log(tmp_path / "b.json", a[:1])  # compute_90 did not change: skipped, not logged
+    args = ["explain", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--width=100"]
+    assert explain.main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "all CUDA actions 0/1" in text
+    assert "note: 1 CUDA action(s) of the first build are not in the second build's log" in text
+    assert "Bazel logs hits only with --disk_cache=DIR or --remote_cache=URL" in text
+    assert explain.main([*args, "--json"]) == 0
+    assert "--disk_cache" in capsys.readouterr().err
+    # A log with a hit has no such note.
+    _write_log(tmp_path / "b.json", [_spawn("CudaCicc", [], "p.params", {}, hit=True)])
+    assert explain.main(args) == 0
+    assert "--disk_cache" not in capsys.readouterr().out

@@ -12,9 +12,11 @@ message or its outputs' names).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable
 
 _ARCH = r"(?:sm|compute|lto)_\d+[af]?"
@@ -33,6 +35,8 @@ class Spawn:
 
     raw: dict[str, object]
     execroot: str | None = None
+    # A directory of this build's params files saved by `cuda-split save-params`.
+    saved: str | None = None
 
     @property
     def mnemonic(self) -> str:
@@ -77,17 +81,41 @@ class Spawn:
     def runner(self) -> str:
         return str(self.raw.get("runner", ""))
 
-    def params(self) -> list[str] | None:
-        """The arguments in the action's params file, when its execroot has the file."""
-        for path in self.inputs:
-            if path.endswith(".params") and self.execroot:
-                full = os.path.join(self.execroot, path)
-                try:
-                    with open(full, encoding="utf-8", errors="replace") as f:
-                        return f.read().splitlines()
-                except OSError:
-                    return None
+    def params_input(self) -> dict[str, object] | None:
+        """The log's entry for the action's params file (path and digest), if it has one."""
+        for i in self.raw.get("inputs", []) or []:  # type: ignore[union-attr]
+            if str(i.get("path", "")).endswith(".params"):
+                return i  # type: ignore[no-any-return]
         return None
+
+    def params_file(self) -> tuple[str | None, str]:
+        """Where the params file this action read is: (its path, "") under the saved
+        params' directory or the execroot, the first whose content has the log's digest;
+        else (None, why): "none" (no params file, or no directory to look in),
+        "missing" (not there: no `--materialize_param_files`) or "stale" (there, but
+        rewritten since: a later build in the same workspace)."""
+        item = self.params_input()
+        roots = [r for r in (self.saved, self.execroot) if r]
+        if item is None or not roots:
+            return None, "none"
+        why = "missing"
+        for root in roots:
+            full = os.path.join(root, str(item["path"]))
+            found = digest_matches(full, item.get("digest") or {})  # type: ignore[arg-type]
+            if found:
+                return full, ""
+            if found is False:
+                why = "stale"
+        return None, why
+
+    def params(self) -> list[str] | None:
+        """The arguments in the action's params file, when a copy with the log's digest is
+        found (params_file)."""
+        full, _ = self.params_file()
+        if full is None:
+            return None
+        with open(full, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
 
     @property
     def arch(self) -> str:
@@ -171,6 +199,49 @@ def read_log(path: str) -> list[dict[str, object]]:
             found.append(obj)
 
 
-def cuda_spawns(raw: Iterable[dict[str, object]], execroot: str | None, all_: bool) -> list[Spawn]:
-    spawns = [Spawn(r, execroot) for r in raw]
+def cuda_spawns(
+    raw: Iterable[dict[str, object]], execroot: str | None, all_: bool, saved: str | None = None
+) -> list[Spawn]:
+    spawns = [Spawn(r, execroot, saved) for r in raw]
     return [s for s in spawns if all_ or s.mnemonic.startswith("Cuda")]
+
+
+# hashFunctionName (as Bazel writes it) -> hashlib's name; others are checked by size only.
+_HASHES = {"SHA-256": "sha256", "SHA256": "sha256", "SHA-1": "sha1", "SHA1": "sha1", "MD5": "md5"}
+
+
+def digest_matches(path: str, digest: dict[str, str]) -> bool | None:
+    """Whether the file at `path` has the log's digest (`hash`, `sizeBytes`,
+    `hashFunctionName`; SHA-256 when the log names none); None when there is no file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if "sizeBytes" in digest and int(digest["sizeBytes"]) != len(data):
+        return False
+    algorithm = _HASHES.get(str(digest.get("hashFunctionName") or "SHA-256").upper())
+    if algorithm and digest.get("hash"):
+        return hashlib.new(algorithm, data).hexdigest() == str(digest["hash"]).lower()
+    return True
+
+
+def save_params(log: str, execroot: str, to: str) -> tuple[int, int, int]:
+    """Copies the params files that `log`'s actions read from `execroot` into `to` (same
+    relative paths), each only if it still has the log's digest: run it right after the
+    build, before another build in the workspace rewrites them. (saved, missing, stale)."""
+    saved = missing = stale = 0
+    for s in (Spawn(r, execroot) for r in read_log(log)):
+        item = s.params_input()
+        if item is None:
+            continue
+        full, why = s.params_file()
+        if full is None:
+            missing += why == "missing"
+            stale += why == "stale"
+            continue
+        dest = os.path.join(to, str(item["path"]))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(full, dest)
+        saved += 1
+    return saved, missing, stale

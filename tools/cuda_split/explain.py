@@ -1,7 +1,8 @@
 """cuda-split: explain remote cache hits and misses of CUDA actions between two builds.
 
     cuda-split explain OLD.json NEW.json [--old-execroot DIR] [--new-execroot DIR]
-                       [--width N] [--json[=FILE]]
+                       [--old-params DIR] [--new-params DIR] [--width N] [--json[=FILE]]
+    cuda-split save-params LOG.json --execroot DIR [--to DIR]
     cuda-split arch-list BIN_DIR...
 
 `explain` reads two Bazel execution logs (`--execution_log_json_file`; Bazel 4.2.3
@@ -16,6 +17,13 @@ and the arch, so a source compiled by two targets gives two rows that can be tol
 The split steps take their arguments from a params file, an input like any other: given
 each build's execroot (`bazel info execution_root`) and a build run with
 `--materialize_param_files`, the explanation shows which argument of that file differs.
+A params file is read only where its content has the digest the log recorded: two builds
+in one workspace share an execroot, and the second rewrites the first's files, so
+`save-params` copies a log's params files aside (to LOG.params, which `explain` then reads
+by itself) right after its build. Where the second log holds no cache hit at all, the
+output says that hits are logged only with a disk or remote cache (without one, unchanged
+actions are not run and not in the log), and it counts the first build's actions missing
+from the second log.
 The table is wrapped to the terminal's width (`--width`); `--json` prints the rows as
 JSON instead (`--json=FILE` writes them to FILE and prints the table).
 
@@ -41,7 +49,7 @@ from collections.abc import Iterator, Sequence
 
 from cuda_split import plan as planlib
 from cuda_split.archlist_report import ARCH_LIST_NAMESPACE, arch_list_uses, format_arch_list
-from cuda_split.execlog import Spawn, cuda_spawns, read_log
+from cuda_split.execlog import Spawn, cuda_spawns, read_log, save_params
 
 PROG = "cuda-split"
 
@@ -181,13 +189,22 @@ def differences(old: Spawn, new: Spawn) -> list[str]:
 
 def _params_reason(path: str, old: Spawn, new: Spawn) -> str:
     a, b = old.params(), new.params()
-    if a is None or b is None:
-        return (
-            f"input {path}: the params file (the step's arguments) differs; run both builds "
-            "with --materialize_param_files and pass --old-execroot/--new-execroot to see "
-            "which argument"
+    if a is not None and b is not None:
+        return f"arguments (params file {os.path.basename(path)}): " + _list_diff(a, b)
+    whys = {old.params_file()[1], new.params_file()[1]} - {""}
+    if "stale" in whys:
+        hint = (
+            "the copy in the execroot is not the one the log read (its digest differs: a "
+            "later build in the same workspace rewrote it); run `cuda-split save-params "
+            "LOG --execroot DIR` right after each build, and explain reads the copies"
         )
-    return f"arguments (params file {os.path.basename(path)}): " + _list_diff(a, b)
+    else:
+        hint = (
+            "run both builds with --materialize_param_files and pass "
+            "--old-execroot/--new-execroot (or save each build's params with `cuda-split "
+            "save-params`) to see which argument"
+        )
+    return f"input {path}: the params file (the step's arguments) differs; {hint}"
 
 
 def _list_diff(a: Sequence[str], b: Sequence[str]) -> str:
@@ -239,6 +256,35 @@ def summary(rows: Sequence[Row]) -> list[tuple[str, str, int, int]]:
         hits[(r.mnemonic, r.arch)] += r.hit
     keys = sorted(total, key=lambda k: (_STEP_ORDER.get(k[0], 99), k[0], k[1]))
     return [(m, a, hits[(m, a)], total[(m, a)]) for m, a in keys]
+
+
+def notes(
+    old_raw: Sequence[dict[str, object]], new_raw: Sequence[dict[str, object]], rows: Sequence[Row]
+) -> list[str]:
+    """What the counts leave out: actions of OLD not in NEW's log, and, where NEW's log
+    holds no cache hit at all, that hits are logged only with a disk or remote cache."""
+    lines = []
+    seen = {(r.mnemonic, r.output) for r in rows}
+    gone = [
+        s
+        for s in (Spawn(r) for r in old_raw)
+        if s.mnemonic.startswith("Cuda")
+        and (s.mnemonic, s.outputs[0] if s.outputs else "") not in seen
+    ]
+    if gone:
+        lines.append(
+            f"{len(gone)} CUDA action(s) of the first build are not in the second build's "
+            "log (not run: up to date in Bazel's local action cache, or not built)."
+        )
+    if not any(Spawn(r).hit for r in new_raw):
+        lines.append(
+            "No action of the second build's log is a cache hit: Bazel logs hits only with "
+            "--disk_cache=DIR or --remote_cache=URL. Without one, actions that did not "
+            "change are skipped by its local action cache and are not in the log at all, "
+            "so the counts above cover only the actions that ran. Build both times with "
+            "--disk_cache (and, to compare two configurations, `bazel clean` between them)."
+        )
+    return lines
 
 
 def terminal_width() -> int:
@@ -324,6 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("new", help="execution log of the second build")
     e.add_argument("--old-execroot", help="`bazel info execution_root` of the first build")
     e.add_argument("--new-execroot", help="`bazel info execution_root` of the second build")
+    for which in ("old", "new"):
+        e.add_argument(
+            f"--{which}-params",
+            metavar="DIR",
+            help=f"the {which} build's params files saved by `{PROG} save-params` "
+            f"(default: {which.upper()}.params beside the log, if there)",
+        )
     e.add_argument("--all", action="store_true", help="every action, not only Cuda* mnemonics")
     e.add_argument(
         "--json",
@@ -339,6 +392,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="wrap the table to this many columns (default: the terminal's width)",
     )
+    sp = sub.add_parser(
+        "save-params",
+        help="copy the params files a log's actions read, before a later build rewrites them",
+    )
+    sp.add_argument("log", help="execution log of the build just run")
+    sp.add_argument("--execroot", required=True, help="`bazel info execution_root`")
+    sp.add_argument("--to", metavar="DIR", help="where to copy them (default: LOG.params)")
     a = sub.add_parser(
         "arch-list", help="per target, sources whose device code names the arch list"
     )
@@ -353,9 +413,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write_json(args.json, [dataclasses.asdict(u) for u in uses])
         return 0
 
+    if args.command == "save-params":
+        return _save_params(args.log, args.execroot, args.to or args.log + ".params")
+
     try:
-        old = cuda_spawns(read_log(args.old), args.old_execroot, args.all)
-        new = cuda_spawns(read_log(args.new), args.new_execroot, args.all)
+        old_raw, new_raw = read_log(args.old), read_log(args.new)
+        old = cuda_spawns(old_raw, args.old_execroot, args.all, _saved(args.old, args.old_params))
+        new = cuda_spawns(new_raw, args.new_execroot, args.all, _saved(args.new, args.new_params))
     except (OSError, ValueError) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
@@ -364,11 +428,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json == "-":
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
+        for line in notes(old_raw, new_raw, rows):
+            print(f"{PROG}: note: {line}", file=sys.stderr)
         return 0
     print(format_table(rows, args.width or None))
+    for line in notes(old_raw, new_raw, rows):
+        print()
+        print("\n".join(_wrap("note: " + line, args.width or terminal_width(), "  ")))
     if args.json:
         _write_json(args.json, data)
     return 0
+
+
+def _saved(log: str, given: str | None) -> str | None:
+    """A build's saved params: the flag's directory, else LOG.params if it exists."""
+    if given:
+        if not os.path.isdir(given):
+            raise OSError(f"{given}: no such directory of saved params")
+        return given
+    return log + ".params" if os.path.isdir(log + ".params") else None
+
+
+def _save_params(log: str, execroot: str, to: str) -> int:
+    try:
+        saved, missing, stale = save_params(log, execroot, to)
+    except (OSError, ValueError) as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
+    print(f"saved {saved} params file(s) to {to}")
+    if missing:
+        print(f"{missing} not in {execroot}: build with --materialize_param_files")
+    if stale:
+        print(f"{stale} rewritten since the build (digest differs): not saved")
+    return 0 if saved or not (missing or stale) else 1
 
 
 def _write_json(path: str, data: object) -> None:
