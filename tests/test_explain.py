@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from cuda_split import execlog, explain
+from cuda_split import cli, execlog, explain
 
 BIN = "bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x"
 
@@ -469,7 +469,7 @@ def test_two_builds_in_one_workspace_keep_each_builds_params(
     _write_log(tmp_path / "a.json", _logged([_spawn("CudaPreprocess", out, PRE_PARAMS, {})], root))
     saved = tmp_path / "a-params"
     args = ["save-params", str(tmp_path / "a.json"), f"--execroot={root}", f"--to={saved}"]
-    assert explain.main(args) == 0
+    assert cli.main(args) == 0
     assert capsys.readouterr().out == f"saved 1 params file(s) to {saved}\n"
     _execroot(root, {PRE_PARAMS: argv.format(86)})  # build B, same workspace
     _write_log(tmp_path / "b.json", _logged([_spawn("CudaPreprocess", out, PRE_PARAMS, {})], root))

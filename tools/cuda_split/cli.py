@@ -1,6 +1,7 @@
 """`cuda-split`: the project's command-line tools, a subcommand each.
 
 cuda-split explain OLD.json NEW.json   why each CUDA action hit or missed (explain.py)
+cuda-split save-params LOG --execroot DIR   copy a build's params files aside for explain
 cuda-split arch-list BAZEL_BIN         sources whose device code reads the arch list
 cuda-split simulate LOG --workers N    a build's action graph replayed on N workers
 cuda-split audit FILE...               what a binary will do on each GPU (audit.py)
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 # Subcommand -> (module, whether its main() takes the subcommand's name as argv[0]).
 COMMANDS = {
     "explain": ("cuda_split.explain", True),
+    "save-params": ("cuda_split.explain", True),
     "arch-list": ("cuda_split.explain", True),
     "simulate": ("cuda_split.simulate", False),
     "audit": ("cuda_split.audit", False),
