@@ -56,6 +56,16 @@ BAD_SPECS = {
     "sm_90,sm_90": "arch 'sm_90' appears twice",
     "": "empty arch spec ''",
     ";": "empty arch spec ';'",
+    " ; ": "empty arch spec ' ; '",
+    # A stray separator is an arch left out, not nothing: refused, naming the spec.
+    "sm_80,,sm_90": "empty arch in 'sm_80,,sm_90': a ';' or ',' with no arch beside it",
+    "sm_80;": "empty group in 'sm_80;': a ';' or ',' with no arch beside it",
+    ";sm_80": "empty group in ';sm_80'",
+    "sm_80;;sm_90": "empty group in 'sm_80;;sm_90'",
+    "sm_80,": "empty arch in 'sm_80,'",
+    ",sm_80": "empty arch in ',sm_80'",
+    "compute_80:sm_80,": "empty arch in 'compute_80:sm_80,'",
+    "compute_80:,sm_80": "empty arch in 'compute_80:,sm_80'",
     # A `virtual:codes` group beside other groups without `;`: the message names the rule
     # and the spec the user meant.
     "sm_80,compute_90:compute_90,sm_90": (

@@ -139,9 +139,18 @@ def parse_arch_spec(spec):
       an error message naming the bad token and the accepted forms.
     """
     groups = []
-    for part in spec.replace(" ", "").split(";"):
-        if not part:
-            continue
+    parts = spec.replace(" ", "").split(";")
+    if not "".join(parts):
+        return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
+    for part in parts:
+        if not part or "," in (part[0], part[-1]) or ",," in part or ":," in part:
+            # A stray separator (`sm_80;`, `sm_80,,sm_90`) is most likely an arch left out.
+            return None, ("empty %s in '%s': a ';' or ',' with no arch beside it; " +
+                          "accepted forms: %s") % (
+                "group" if not part else "arch",
+                spec,
+                ACCEPTED_FORMS,
+            )
         if ":" in part:
             virtual, _, codes = part.partition(":")
             if "," in virtual or ":" in codes:
@@ -154,14 +163,12 @@ def parse_arch_spec(spec):
                     _split_groups_hint(part),
                     ACCEPTED_FORMS,
                 )
-            g, err = _group(virtual, [c for c in codes.split(",") if c], spec)
+            g, err = _group(virtual, codes.split(",") if codes else [], spec)
             if err:
                 return None, err
             groups.append(g)
             continue
         for item in part.split(","):
-            if not item:
-                continue
             if _arch_number(item, "sm_") != None:
                 g, err = _group("compute_" + item[3:], [item], spec)
             elif _arch_number(item, "compute_") != None:
@@ -177,8 +184,6 @@ def parse_arch_spec(spec):
             if err:
                 return None, err
             groups.append(g)
-    if not groups:
-        return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
     seen = {}
     for g in groups:
         for code in codes_of(g):
