@@ -50,7 +50,13 @@ def resolve_archs(ctx, toolchain):
         origin = "--@rules_cuda_split//cuda:archs=%s" % spec
     groups, err = parse_arch_spec(spec)
     if err:
-        fail("%s (%s): %s" % (ctx.label, origin, err))
+        fail("%s (%s): %s.\nCUDA %s supports: %s" % (
+            ctx.label,
+            origin,
+            err,
+            toolchain.version,
+            ", ".join(toolchain.real_archs + toolchain.virtual_archs),
+        ))
     bad = unsupported_archs(groups, toolchain.real_archs, toolchain.virtual_archs)
     if bad:
         fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
