@@ -129,7 +129,7 @@ def emit_compile_split(
             inputs = depset(direct, transitive = transitive),
             outputs = [files[r] for r in action.outputs],
             mnemonic = kind.mnemonic,
-            progress_message = kind.progress % (src.short_path, action.arch),
+            progress_message = _progress(ctx, kind.progress % (src.short_path, action.arch)),
         )
     return struct(
         obj = files["obj"],
@@ -176,10 +176,10 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         ),
         outputs = [obj, module_id, keep] + groups_dirs.values(),
         mnemonic = action.mnemonic,
-        progress_message = action.progress % (
+        progress_message = _progress(ctx, action.progress % (
             src.short_path,
             ",".join([g.virtual for g in groups]),
-        ),
+        )),
     )
     return struct(
         obj = obj,
@@ -188,3 +188,11 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         cubins = [groups_dirs["cubin"]],
         fatbins = [groups_dirs["fatbin"]],
     )
+
+def _progress(ctx, message):
+    # The target's label after the message: a source compiled by two targets (a library
+    # and its test's) gives two lines a reader can tell apart. Written out, not
+    # str(label): the main repository is `//`, not `@@//`, on every Bazel.
+    label = ctx.label
+    repo = "@" + label.workspace_name if label.workspace_name else ""
+    return "%s [%s//%s:%s]" % (message, repo, label.package, label.name)

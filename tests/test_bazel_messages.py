@@ -1,0 +1,36 @@
+"""Real Bazel: what a user reads while building (progress messages) names enough to tell
+two targets' actions apart."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+
+import pytest
+
+from bazel_util import bazel
+from cuda_split import execlog
+
+pytestmark = pytest.mark.bazel
+
+
+def test_progress_messages_name_the_target(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """One `.cu` in two targets: each action's progress line ends with its target, so the
+    two targets' lines for the same source and arch can be told apart."""
+    log = tmp_path / "log.json"
+    targets = ["//tests/analysis:shared_source_lib", "//tests/analysis:shared_source_test"]
+    bazel(
+        "build",
+        *targets,
+        "--output_groups=cuda_ptx",  # the PTX: preprocess and cicc only, no host compile
+        # A define of this run's own: the actions run (and are logged) every time.
+        f"--//cuda:copts=-DPROGRESS_TEST_{uuid.uuid4().hex}",
+        f"--execution_log_json_file={log}",
+    )
+    spawns = [s for s in execlog.read_log(str(log)) if str(s.get("mnemonic")).startswith("Cuda")]
+    messages = sorted(str(s["progressMessage"]) for s in spawns)
+    assert messages, "no CUDA action ran"
+    for target in targets:
+        mine = [m for m in messages if m.endswith(f" [{target}]")]
+        assert mine and all("tests/analysis/c.cu" in m for m in mine), messages
+    assert len(set(messages)) == len(messages), messages
