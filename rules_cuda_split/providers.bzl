@@ -4,24 +4,52 @@ Every field is documented with its type. Rules return these; users read them in 
 own rules and aspects.
 """
 
-CudaToolchainInfo = provider(
-    doc = "A CUDA SDK as captured by `cuda_toolchain`: the tools each split step runs.",
+CudaToolkitInfo = provider(
+    doc = "What a CUDA SDK is, as `cuda_toolkit` captures it from the SDK repository: " +
+          "its path, version and archs, and each tool as its own file group. " +
+          "`cuda_toolchain` reads it; actions read the toolchain.",
     fields = {
+        "path": "string: the SDK's directory as its repository found it (informational: " +
+                "actions use the files' execroot paths).",
+        "version": "string: the SDK's version as `nvcc --version` prints it, e.g. `13.0.88`.",
+        "real_archs": "list[string]: real archs this SDK's nvcc accepts, e.g. `sm_90a`.",
+        "virtual_archs": "list[string]: virtual archs this SDK accepts, e.g. `compute_90`.",
+        "nvcc": "File: `bin/nvcc`.",
+        "nvcc_files": "depset[File]: nvcc and `bin/nvcc.profile`, what nvcc's `--dryrun` " +
+                      "reads (every step action runs it).",
+        "cudafe": "depset[File]: `bin/cudafe++`.",
+        "cicc": "depset[File]: `nvvm/bin/cicc` and libdevice.",
+        "ptxas": "depset[File]: `bin/ptxas`.",
+        "fatbinary": "depset[File]: `bin/fatbinary`.",
+        "nvlink": "depset[File]: `bin/nvlink`, `libcudadevrt.a` (`-lcudadevrt`) and " +
+                  "libnvvm (`-dlto`), in every layout nvcc's `-L` and `-nvvmpath` name.",
+        "link_stub": "depset[File]: `bin/crt/link.stub` and the SDK headers it includes.",
+        "headers": "depset[File]: the include directory, crt and cccl included.",
+        "host_headers": "depset[File]: the headers outside `cccl/` (what the host " +
+                        "compile of cudafe++'s output reads).",
+        "cudadevrt": "File: the static `libcudadevrt.a`.",
+    },
+)
+
+CudaToolchainInfo = provider(
+    doc = "The CUDA toolchain the actions read (`cuda_toolchain`): one field per tool, " +
+          "each the files an action running that tool declares besides `nvcc_files`, " +
+          "and the interpreter of the step runner.",
+    fields = {
+        "toolkit": "CudaToolkitInfo: the SDK these fields come from.",
+        "python": "string: the interpreter every step action runs the step runner with " +
+                  "(a path, or a name looked up on the exec platform's PATH).",
         "nvcc": "File: `bin/nvcc`; every step runner asks it for its `--dryrun` plan.",
-        "compiler_files": "depset[File]: everything a compile step may read (nvcc, " +
-                          "nvcc.profile, cudafe++, cicc, ptxas, fatbinary, headers incl. " +
-                          "crt and cccl, nvvm, libdevice).",
-        "step_files": "dict[string, depset[File]]: the SDK files each kind of step " +
-                      "reads besides its own inputs, nvcc and nvcc.profile included: " +
-                      "`headers` (preprocessing, host compile), `cudafe`, `cicc` (with " +
-                      "libdevice), `ptxas`, `fatbinary`. Narrow sets keep sandboxes small " +
-                      "and cache keys independent of unrelated SDK files.",
-        "link_files": "depset[File]: everything a device-link step may read (nvcc, " +
-                      "nvcc.profile, nvlink, fatbinary, bin2c, crt/link.stub and the " +
-                      "headers it includes, libcudadevrt, libnvvm).",
-        "nvlink": "File: `bin/nvlink`.",
-        "fatbinary": "File: `bin/fatbinary`.",
-        "link_stub": "File: `bin/crt/link.stub`.",
+        "nvcc_files": "depset[File]: nvcc and `nvcc.profile`: inputs of every step action " +
+                      "that asks nvcc for its plan.",
+        "cudafe": "depset[File]: cudafe++ (the source's preprocess action).",
+        "cicc": "depset[File]: cicc and libdevice.",
+        "ptxas": "depset[File]: ptxas.",
+        "fatbinary": "depset[File]: fatbinary (host compile, the device link's fatbinary).",
+        "nvlink": "depset[File]: nvlink, libcudadevrt and libnvvm (`-dlto`).",
+        "link_stub": "depset[File]: `crt/link.stub` and the headers it includes.",
+        "headers": "depset[File]: all SDK headers (the preprocessing steps).",
+        "host_headers": "depset[File]: the SDK headers outside `cccl/` (the host compile).",
         "cudadevrt": "File: the static `libcudadevrt.a`.",
         "cudart": "CcInfo: the CUDA runtime (static) that CUDA binaries link.",
         "version": "string: the SDK's version as `nvcc --version` prints it, e.g. `13.0.88`.",

@@ -117,12 +117,12 @@ def _imported_modules(path: pathlib.Path) -> set[str]:
 
 
 def test_step_runner_filegroup_is_what_step_py_imports() -> None:
-    """Every module step.py imports, transitively, is in //tools:step_runner (a missing
-    one fails every sandboxed action), and nothing else is (an extra one puts its edits
-    into every CUDA action's key)."""
+    """Every module the entry point (launch.py) imports, transitively, is in
+    //tools:step_runner (a missing one fails every sandboxed action), and nothing else is
+    (an extra one puts its edits into every CUDA action's key)."""
     listed = set(_step_runner_files())
-    needed = {"cuda_split/__init__.py", "cuda_split/step.py"}
-    todo = ["cuda_split/step.py"]
+    needed = {"cuda_split/__init__.py", "cuda_split/launch.py"}
+    todo = ["cuda_split/launch.py"]
     while todo:
         for module in _imported_modules(REPO / "tools" / todo.pop()) - needed:
             needed.add(module)

@@ -385,6 +385,7 @@ EXPECTED_TARGETS = {
     "nvlink": "alias",
     "bin2c": "alias",
     "link_stub": "alias",
+    "link_stub_files": "filegroup",
     "headers": "filegroup",
     "host_headers": "filegroup",
     "nvvm": "filegroup",
@@ -397,6 +398,7 @@ EXPECTED_TARGETS = {
     "cudadevrt": "cc_library",
     "cudart_shared": "cc_library",
     "cublas": "cc_library",
+    "toolkit": "cuda_toolkit",
     "toolchain_impl": "cuda_toolchain",
     "toolchain": "toolchain",
 }
@@ -448,10 +450,18 @@ def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> N
     assert targets["cublas"]["kwargs"]["srcs"] == WHEEL_LAYOUT["shared_libs"]["cublas"]
 
     toolchain = targets["toolchain_impl"]["kwargs"]
-    assert toolchain["version"] == "13.0.88"
     assert toolchain["cudart"] == ":cudart_static"
-    assert toolchain["real_archs"] == ["sm_80", "sm_90"]
-    assert toolchain["virtual_archs"] == ["compute_80", "compute_90"]
+    assert toolchain["toolkit"] == ":toolkit"
+    toolkit = targets["toolkit"]["kwargs"]
+    assert toolkit["version"] == "13.0.88"
+    assert toolkit["real_archs"] == ["sm_80", "sm_90"]
+    assert toolkit["virtual_archs"] == ["compute_80", "compute_90"]
+    # One file group per tool: each action declares only the tool it runs.
+    assert toolkit["nvcc"] == ":nvcc" and toolkit["nvcc_files"] == [":nvcc_profile"]
+    assert toolkit["cicc"] == [":cicc", ":libdevice"]
+    assert toolkit["ptxas"] == [":ptxas"] and toolkit["cudafe"] == [":cudafe"]
+    assert toolkit["nvlink"][:2] == [":nvlink", ":libnvvm"]
+    assert toolkit["link_stub"] == [":link_stub_files"]
     assert targets["toolchain"]["kwargs"]["toolchain_type"] == (
         "@rules_cuda_split//cuda:toolchain_type"
     )
@@ -476,9 +486,8 @@ def test_generated_build_for_the_classic_layout_without_cublas(tmp_path: pathlib
         "targets/x86_64-linux/include",
         "targets/x86_64-linux/include/cccl",
     ]
-    assert targets["toolchain_impl"]["kwargs"]["cudadevrt"] == (
-        "targets/x86_64-linux/lib/libcudadevrt.a"
-    )
+    devrt = targets["toolkit"]["kwargs"]["cudadevrt"]
+    assert devrt == "targets/x86_64-linux/lib/libcudadevrt.a"
 
 
 def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Path) -> None:

@@ -27,7 +27,6 @@ load(
 )
 load(
     "//rules_cuda_split/private:runner.bzl",
-    "RUNNER_PYTHON",
     "RUNNER_PYTHON_FLAGS",
     "step_arguments",
 )
@@ -59,7 +58,8 @@ def render(items):
     return cmd_args(parts)
 
 def sdk_inputs(toolchain, names):
-    """The toolchain's files an ACTIONS entry of plan.bzl names in `sdk_files`."""
+    """The toolchain's files an ACTIONS entry of plan.bzl names in `sdk_files` (the
+    Bazel toolchain's tool fields: `nvcc` for nvcc and nvcc.profile, `cicc`, ...)."""
     files = []
     for name in names:
         files += toolchain.sdk_files.get(name, [])
@@ -67,8 +67,8 @@ def sdk_inputs(toolchain, names):
 
 def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, identifier):
     """One action running the step runner, as the Bazel rules run it:
-    `python3 -B -S -E <runner>/step.py @<params>`, the arguments one a line in the
-    params file.
+    `<python> -B -S -E <runner>/launch.py @<params>` (`python` is the toolchain's
+    interpreter), the arguments one a line in the params file.
 
     Args:
       ctx: the rule context.
@@ -87,7 +87,7 @@ def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, i
     # them (hidden), so the write action depends on none of them.
     params_file = ctx.actions.write(params, cmd_args(render(items), ignore_artifacts = True))
     cmd = cmd_args(
-        [RUNNER_PYTHON] + RUNNER_PYTHON_FLAGS + [
+        [toolchain.python] + RUNNER_PYTHON_FLAGS + [
             toolchain.runner_main,
             cmd_args(params_file, format = "@{}"),
         ],

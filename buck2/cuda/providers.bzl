@@ -12,9 +12,11 @@ CudaToolchainInfo = provider(
         "link_flags": "list[string], flags of every binary's link (after the libraries)",
         "nvcc": "Artifact, the SDK's nvcc",
         "pic_flags": "list[string], the host compiler's PIC flags, for the host steps",
+        "python": "string, the interpreter that runs the step runner (path or PATH name)",
         "real_archs": "list[string], the SDK's real archs ([]: not checked)",
         "runner_main": "Artifact, the step runner's step.py",
-        "sdk_files": "dict[string, list[Artifact]], files by plan.bzl's ACTIONS sdk_files names",
+        "sdk_files": "dict[string, list[Artifact]], each tool's files by plan.bzl's " +
+                     "ACTIONS sdk_files names (the Bazel toolchain's tool fields)",
         "step_runner": "list[Artifact], the step runner's sources",
         "version": "string, the SDK's version",
         "virtual_archs": "list[string], the SDK's virtual archs ([]: not checked)",

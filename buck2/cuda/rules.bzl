@@ -16,7 +16,7 @@ load(
     "parse_arch_spec",
     "unsupported_archs",
 )
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN")
+load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
 
 # Sources compiled as CUDA (C++ ones with `-x cu`, as the Bazel rules do).
 _CUDA_EXTENSIONS = [".cu"]
@@ -54,6 +54,7 @@ def _cuda_toolchain_impl(ctx):
         link_flags = ctx.attrs.link_flags,
         nvcc = ctx.attrs.nvcc,
         pic_flags = ctx.attrs.pic_flags,
+        python = ctx.attrs.python,
         real_archs = ctx.attrs.real_archs,
         runner_main = main[0],
         sdk_files = ctx.attrs.sdk_files,
@@ -74,9 +75,17 @@ cuda_toolchain = rule(
             attrs.string(),
             attrs.list(attrs.source()),
             default = {},
-            doc = "The SDK's files each kind of step reads, by the names of plan.bzl's " +
-                  "ACTIONS `sdk_files`: headers, host_headers, cudafe, cicc, ptxas, " +
-                  "fatbinary, link (every one with nvcc and nvcc.profile).",
+            doc = "Each tool's files, by the names of plan.bzl's ACTIONS `sdk_files` " +
+                  "(the Bazel toolchain's tool fields): nvcc (nvcc and nvcc.profile, " +
+                  "read by every action's dryrun), headers, host_headers, cudafe, cicc " +
+                  "(with libdevice), ptxas, fatbinary, nvlink (with libcudadevrt and " +
+                  "libnvvm), link_stub (with crt/host_defines.h, fatbinary_section.h).",
+        ),
+        "python": attrs.string(
+            default = RUNNER_PYTHON,
+            doc = "The interpreter that runs the step runner in every step action: a " +
+                  "path, or a name looked up on the exec platform's PATH. It must be " +
+                  "Python >= 3.11; the runner checks and says so in one line.",
         ),
         "step_runner": attrs.dep(
             doc = "A `cuda_step_runner`: rules_cuda_split//tools:step_runner.",

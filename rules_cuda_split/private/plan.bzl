@@ -266,8 +266,10 @@ def file_name(stem, role):
     fail("unknown file role '%s'" % role)
 
 # Every action the rules emit, by its steps' kinds joined with "+" (source_actions): its
-# mnemonic, its progress message, the toolchain's step_files it reads besides the host
-# compiler (nvcc's dryrun asks it for its version: every action), whether it reads
+# mnemonic, its progress message, the toolchain's tool fields it reads (`sdk_files`:
+# `nvcc` for nvcc and nvcc.profile, which every action that runs nvcc's dryrun reads;
+# besides them, the host compiler's files, which the dryrun asks for its version; see
+# docs/design.md, "Inputs per step"), whether it reads
 # the source and its headers, and whether one of its steps runs the host compiler (gcc
 # -E or -c: the steps that the host compiler's flags, `-Xcompiler`, reach; nvcc plans
 # the others' commands the same without them). Compile actions format `progress` with
@@ -279,7 +281,7 @@ ACTIONS = {
     HOST_PREPROCESS + "+" + CUDAFE + "+" + DEVICE_PREPROCESS: struct(
         mnemonic = "CudaPreprocess",
         progress = "Preprocessing %s%s for the host and the device (gcc -E, cudafe++)",
-        sdk_files = ["headers", "cudafe"],
+        sdk_files = ["nvcc", "headers", "cudafe"],
         reads_source = True,
         host_compiler = True,
     ),
@@ -288,28 +290,28 @@ ACTIONS = {
     HOST_PREPROCESS + "+" + CUDAFE: struct(
         mnemonic = "CudaFrontend",
         progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
-        sdk_files = ["headers", "cudafe"],
+        sdk_files = ["nvcc", "headers", "cudafe"],
         reads_source = True,
         host_compiler = True,
     ),
     DEVICE_PREPROCESS: struct(
         mnemonic = "CudaDevicePreprocess",
         progress = "Preprocessing %s for %s (device)",
-        sdk_files = ["headers"],
+        sdk_files = ["nvcc", "headers"],
         reads_source = True,
         host_compiler = True,
     ),
     CICC: struct(
         mnemonic = "CudaCicc",
         progress = "Compiling %s for %s (cicc)",
-        sdk_files = ["cicc"],
+        sdk_files = ["nvcc", "cicc"],
         reads_source = False,
         host_compiler = False,
     ),
     PTXAS: struct(
         mnemonic = "CudaPtxas",
         progress = "Assembling %s for %s (ptxas)",
-        sdk_files = ["ptxas"],
+        sdk_files = ["nvcc", "ptxas"],
         reads_source = False,
         host_compiler = False,
     ),
@@ -318,7 +320,7 @@ ACTIONS = {
     FATBINARY + "+" + HOST_COMPILE: struct(
         mnemonic = "CudaHostCompile",
         progress = "Packing the fatbinary of %s%s and compiling its host code",
-        sdk_files = ["fatbinary", "host_headers"],
+        sdk_files = ["nvcc", "fatbinary", "host_headers"],
         reads_source = False,
         host_compiler = True,
     ),
@@ -326,23 +328,25 @@ ACTIONS = {
     MONO: struct(
         mnemonic = "CudaCompileMono",
         progress = "Compiling %s for %s (nvcc, all archs)",
-        sdk_files = ["compiler"],
+        sdk_files = ["nvcc", "headers", "cudafe", "cicc", "ptxas", "fatbinary"],
         reads_source = True,
         host_compiler = True,
     ),
-    # The device link reads the toolchain's link_files. (binary, real arch, " -dlto" or "")
+    # nvlink reads libcudadevrt and, with -dlto, libnvvm (the toolchain's nvlink field).
+    # (binary, real arch, " -dlto" or "")
     NVLINK: struct(
         mnemonic = "CudaNvlink",
         progress = "Device-linking %s for %s (nvlink%s)",
-        sdk_files = ["link"],
+        sdk_files = ["nvcc", "nvlink"],
         reads_source = False,
         host_compiler = False,
     ),
-    # (binary)
+    # The registration file is written by the runner, from the module ids: no SDK file,
+    # no dryrun. (binary)
     REGISTER: struct(
         mnemonic = "CudaRegister",
         progress = "Listing the relocatable modules of %s",
-        sdk_files = ["link"],
+        sdk_files = [],
         reads_source = False,
         host_compiler = False,
     ),
@@ -350,7 +354,7 @@ ACTIONS = {
     LINK_FATBINARY: struct(
         mnemonic = "CudaLinkFatbinary",
         progress = "Packing the device-linked fatbinary of %s",
-        sdk_files = ["link"],
+        sdk_files = ["nvcc", "fatbinary"],
         reads_source = False,
         host_compiler = False,
     ),
@@ -358,7 +362,7 @@ ACTIONS = {
     LINK_HOST_COMPILE: struct(
         mnemonic = "CudaLinkStub",
         progress = "Compiling the device-link stub of %s",
-        sdk_files = ["link"],
+        sdk_files = ["nvcc", "link_stub"],
         reads_source = False,
         host_compiler = True,
     ),

@@ -10,18 +10,21 @@ An item is one of
     ...)` with `{}`);
   - struct(before_each, values): for each of `values` (a list, or Bazel's depset), the
     argument `before_each` and then the file's path.
-Every action runs `python3 -B -S -E <runner>/step.py @<params file>` with these
-arguments, one a line, in the params file.
+Every action runs `<python> -B -S -E <runner>/launch.py @<params file>` with these
+arguments, one a line, in the params file: `<python>` is the toolchain's interpreter
+(`python3` unless set); launch.py checks its version and runs step.py.
 """
 
-# The interpreter that runs the step runner: `python3` from the action's PATH. -B: write
-# no .pyc next to the sources; -S: no site packages (a user's site-packages stays out of
-# every action); -E: no PYTHON* variables. The runner needs the standard library only.
+# The default of the toolchains' `python` field, the interpreter that runs the step
+# runner: `python3` from the action's PATH. -B: write no .pyc next to the sources; -S: no
+# site packages (a user's site-packages stays out of every action); -E: no PYTHON*
+# variables. The runner needs the standard library only.
 RUNNER_PYTHON = "python3"
 RUNNER_PYTHON_FLAGS = ["-B", "-S", "-E"]
 
-# The runner's entry point among its sources.
-RUNNER_MAIN = "step.py"
+# The runner's entry point among its sources: it checks the interpreter's version (in
+# syntax old Pythons parse) and runs step.py.
+RUNNER_MAIN = "launch.py"
 
 def _path_of(value):
     """A string as it is; a file as its path."""

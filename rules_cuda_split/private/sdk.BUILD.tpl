@@ -2,7 +2,7 @@
 # SDK: %{path} (found by: %{source}), nvcc %{version}.
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
-load("@rules_cuda_split//rules_cuda_split:toolchain.bzl", "cuda_toolchain")
+load("@rules_cuda_split//rules_cuda_split:toolchain.bzl", "cuda_toolchain", "cuda_toolkit")
 
 package(default_visibility = ["//visibility:public"])
 
@@ -41,6 +41,15 @@ filegroup(
         ["%{inc}/**"],
         exclude = ["%{inc}/cccl/**"],
     ),
+)
+
+# The device link's host compile: link.stub and the two SDK headers it includes.
+filegroup(
+    name = "link_stub_files",
+    srcs = [":link_stub"] + glob([
+        "%{inc}/crt/host_defines.h",
+        "%{inc}/fatbinary_section.h",
+    ]),
 )
 
 filegroup(
@@ -118,28 +127,39 @@ cc_library(
     deps = [":cuda_headers"],
 )
 %{shared_libs}
-cuda_toolchain(
-    name = "toolchain_impl",
-    cicc_files = [
+# What the SDK is: each tool as its own file group, so that each action declares only
+# the tool and headers it runs with (and nvcc with nvcc.profile: every action asks nvcc's
+# --dryrun for its command).
+cuda_toolkit(
+    name = "toolkit",
+    cicc = [
         ":cicc",
         ":libdevice",
     ],
-    compiler_files = ":compiler_files",
     cudadevrt = "%{lib}/libcudadevrt.a",
-    cudafe = ":cudafe",
-    cudart = ":cudart_static",
-    fatbinary = ":fatbinary",
-    headers = ":headers",
-    host_headers = ":host_headers",
-    link_files = ":link_files",
-    link_stub = ":link_stub",
+    cudafe = [":cudafe"],
+    fatbinary = [":fatbinary"],
+    headers = [":headers"],
+    host_headers = [":host_headers"],
+    link_stub = [":link_stub_files"],
     nvcc = ":nvcc",
-    nvcc_profile = ":nvcc_profile",
-    nvlink = ":nvlink",
-    ptxas = ":ptxas",
+    nvcc_files = [":nvcc_profile"],
+    nvlink = [
+        ":nvlink",
+        ":libnvvm",
+    ] + %{layout_links},
+    path = "%{path}",
+    ptxas = [":ptxas"],
     real_archs = %{real},
     version = "%{version}",
     virtual_archs = %{virtual},
+)
+
+# What the actions read: one field per tool, and the step runner's interpreter.
+cuda_toolchain(
+    name = "toolchain_impl",
+    cudart = ":cudart_static",
+    toolkit = ":toolkit",
 )
 
 toolchain(

@@ -94,6 +94,7 @@ HUB_TARGETS = [
     "nvlink",
     "bin2c",
     "link_stub",
+    "link_stub_files",
     "headers",
     "host_headers",
     "nvvm",
@@ -114,6 +115,7 @@ HUB_TARGETS = [
     "cupti",
     "nvrtc",
     "nvjitlink",
+    "toolkit",
     "toolchain_impl",
 ]
 

@@ -27,6 +27,7 @@ STEP_RUNNER = [
     "cuda_split/__init__.py",
     "cuda_split/archlist.py",
     "cuda_split/command.py",
+    "cuda_split/launch.py",
     "cuda_split/plan.py",
     "cuda_split/step.py",
     "cuda_split/steps_compile.py",

@@ -6,19 +6,21 @@ plan.bzl (`ACTIONS`); the emitters (compile.bzl, device_link.bzl) read them from
 and call `run_step` once per action.
 """
 
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON", "RUNNER_PYTHON_FLAGS")
+load("//rules_cuda_split/private:common.bzl", "TOOLCHAIN_TYPE")
+load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
 
-# The interpreter, its flags and the runner's entry point: runner.bzl (shared with the
-# Buck2 rules). `python3` comes from the action's PATH (with
-# --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which remote workers
-# need anyway. No py_binary: no Python toolchain to register, and one interpreter start
-# per action instead of a stub that starts another.
+# The interpreter is the toolchain's `python` field (default `python3`, from the action's
+# PATH: with --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which
+# remote workers need anyway; its flags and the runner's entry point: runner.bzl (shared
+# with the Buck2 rules). No py_binary: no Python toolchain to register, and one
+# interpreter start per action instead of a stub that starts another.
 
 def sdk_inputs(toolchain, names):
     """The toolchain's files that an ACTIONS entry of plan.bzl names in `sdk_files`.
 
-    A step's own files (`step_files[name]`), or `compiler` (all the compiler's files) or
-    `link` (the device link's).
+    Each name is a tool field of `CudaToolchainInfo` (`nvcc`: its `nvcc_files`, nvcc
+    and nvcc.profile; `headers`, `host_headers`, `cudafe`, `cicc`, `ptxas`, `fatbinary`,
+    `nvlink`, `link_stub`: that field's files).
 
     Args:
       toolchain: CudaToolchainInfo.
@@ -27,8 +29,7 @@ def sdk_inputs(toolchain, names):
     Returns:
       list[depset[File]].
     """
-    whole = {"compiler": toolchain.compiler_files, "link": toolchain.link_files}
-    return [whole[n] if n in whole else toolchain.step_files[n] for n in names]
+    return [toolchain.nvcc_files if n == "nvcc" else getattr(toolchain, n) for n in names]
 
 def step_args(ctx, items = []):
     """A new `Args` for the step runner, written to an always-used params file.
@@ -76,13 +77,14 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
         runner_label = ctx.attr._step_runner.label
         fail("%s: the step runner %s has no single %s" % (ctx.label, runner_label, RUNNER_MAIN))
     ctx.actions.run(
-        executable = RUNNER_PYTHON,
+        # The toolchain's interpreter; the runner's launcher checks its version.
+        executable = ctx.toolchains[TOOLCHAIN_TYPE].cuda.python,
         arguments = RUNNER_PYTHON_FLAGS + [main[0].path, args],
         inputs = depset(runner, transitive = [inputs]),
         outputs = outputs,
         mnemonic = mnemonic,
         progress_message = progress_message,
-        # PATH for python3 and the host compiler's own tools (as, ld): with
+        # PATH for the interpreter and the host compiler's own tools (as, ld): with
         # --incompatible_strict_action_env, a fixed /bin:/usr/bin:/usr/local/bin.
         use_default_shell_env = True,
     )
