@@ -83,7 +83,14 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
     host = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
     debug = ["-G"] if DEVICE_DEBUG_FEATURE in ctx.features else []
     build_copts = ctx.attr._copts[CudaCoptsSettingInfo].copts
-    copts = [ctx.expand_make_variables("copts", c, {}) for c in ctx.attr.copts]
+
+    # As cc_library's: each copt has its Make variables expanded, then is split like a
+    # Bourne shell word list ("-DA=1 -DB" is two flags, "-DC='x y'" one).
+    copts = [
+        flag
+        for c in ctx.attr.copts
+        for flag in ctx.tokenize(ctx.expand_make_variables("copts", c, {}))
+    ]
     build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
     own_split = _checked(ctx.label, copts, "copts")
     user = (build_split + own_split) if split else (build_copts + copts)
@@ -324,15 +331,18 @@ cuda_library = rule(
         ),
         "copts": attr.string_list(
             doc = "nvcc flags for every step (e.g. `-O3`, `-lineinfo`, `--use_fast_math`), " +
-                  "after those of --@rules_cuda_split//cuda:copts. Arch, output, mode and " +
+                  "after those of --@rules_cuda_split//cuda:copts. As `cc_library`'s, each " +
+                  "string is subject to Make variable expansion and Bourne shell " +
+                  "tokenization (`\"-DA=1 -DB\"` is two flags). Arch, output, mode and " +
                   "language flags are the rules' own and are refused; `-t`/`--threads` are " +
                   "dropped in split mode (each step is its own action).",
         ),
         "host_copts": attr.string_list(
-            doc = "Host compiler flags, passed as `-Xcompiler=`.",
+            doc = "Host compiler flags, passed as `-Xcompiler=`, one flag a string " +
+                  "(not tokenized).",
         ),
         "ptxas_opts": attr.string_list(
-            doc = "ptxas flags, passed as `-Xptxas=` (e.g. `-O1`, `-v`).",
+            doc = "ptxas flags, passed as `-Xptxas=` (e.g. `-O1`, `-v`), one flag a string.",
         ),
         "defines": attr.string_list(
             doc = "Macros defined for this target and its dependents (`-D`).",
