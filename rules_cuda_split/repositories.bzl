@@ -102,5 +102,7 @@ def rules_cuda_split_wheel_toolchains(
     cuda_wheel_sdks(name = name, versions = versions, default_version = default_version, **kwargs)
     native.register_toolchains(
         "@%s//:toolchain_default" % name,
-        *["@%s//:toolchain_%s" % (name, v) for v in versions]
+        *(["@%s//:toolchain_%s" % (name, v) for v in versions] +
+          # Last: it fails naming the hub's versions where the flag names none of them.
+          ["@%s//:toolchain_unknown_version" % name])
     )

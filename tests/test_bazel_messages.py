@@ -34,3 +34,18 @@ def test_progress_messages_name_the_target(sdk: pathlib.Path, tmp_path: pathlib.
         mine = [m for m in messages if m.endswith(f" [{target}]")]
         assert mine and all("tests/analysis/c.cu" in m for m in mine), messages
     assert len(set(messages)) == len(messages), messages
+
+
+def test_an_unknown_cuda_version_names_it_and_the_hubs_versions() -> None:
+    """Bazel alone says "no matching toolchains found"; the hub's last toolchain says
+    which version was asked for and which the hub has."""
+    proc = bazel(
+        "build", "--nobuild", "--//cuda:version=13.7", "//tests/analysis:two_sources", check=False
+    )
+    assert proc.returncode != 0
+    assert "--//cuda:version=13.7: the CUDA hub @cuda has no such version; it has " in (
+        proc.stderr
+    ), proc.stderr[-3000:]
+    assert "no matching toolchains found" not in proc.stderr
+    # A version of the hub still resolves to its own toolchain.
+    bazel("build", "--nobuild", "--//cuda:version=13.0", "//tests/analysis:two_sources")

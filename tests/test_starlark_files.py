@@ -203,6 +203,7 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
     assert _named(ws, "native.register_toolchains")[0]["args"] == [
         "@cuda//:toolchain_default",
         f"@cuda//:toolchain_{cvt.DEFAULT_VERSION}",
+        "@cuda//:toolchain_unknown_version",
     ]
     assert [t for t in _toolchains(mod) if t.startswith("@cuda//")] == ["@cuda//:all"]
 

@@ -162,6 +162,10 @@ def test_download_plan_errors_name_what_is_missing(tmp_path: pathlib.Path) -> No
     err = _plan(tmp_path, "CUDA_VERSIONS", '"12.9", [], "linux-x86_64", ""')["err"]
     assert "CUDA 12.9 is not in the version table (it has 13.0, 13.2, 13.5)" in err
     assert "nvidia-cuda-nvcc-cu12 has only ptxas and libnvvm" in err
+    # A 13.x missing from the table says how to add it, not a word of CUDA 12's wheels.
+    err = _plan(tmp_path, "CUDA_VERSIONS", '"13.1", [], "linux-x86_64", ""')["err"]
+    assert "CUDA 13.1 is not in the version table (it has 13.0, 13.2, 13.5)" in err
+    assert "scripts/cuda_version_table.py" in err and "CUDA 12" not in err, err
     err = _plan(tmp_path, "CUDA_VERSIONS", '"13.0", ["cudnn"], "linux-x86_64", ""')["err"]
     assert 'CUDA 13.0 has no component "cudnn"' in err
     err = _plan(tmp_path, "CUDA_VERSIONS", '"13.0", [], "", ""')["err"]
@@ -522,7 +526,12 @@ def test_arch_check_and_flag_use_the_chosen_version(ws: Workspace) -> None:
     assert "a CUDA version is MAJOR.MINOR" in bad.stderr
     missing = ws.bazel("build", "--nobuild", "--//cuda:version=12.9", target, check=False)
     assert missing.returncode != 0
-    assert "no matching toolchains found" in missing.stderr or "lacks" in missing.stderr
+    # The hub's last toolchain names the version asked for and the hub's versions.
+    assert (
+        "--//cuda:version=12.9: the CUDA hub @cuda has no such version; it has "
+        + (", ".join(VERSIONS))
+        in missing.stderr
+    ), missing.stderr[-2000:]
 
 
 @pytest.mark.bazel

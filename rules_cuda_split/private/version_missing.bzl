@@ -1,0 +1,34 @@
+"""The last toolchain of a `cuda_sdk_versions` hub: it matches any version, so Bazel
+chooses it only where no version's toolchain matches `--@rules_cuda_split//cuda:version`,
+and it fails naming the version asked for and those the hub has (Bazel itself says only
+"no matching toolchains found")."""
+
+load(":settings.bzl", "CudaVersionSettingInfo")
+
+def _cuda_version_missing_impl(ctx):
+    fail(("--%s=%s: the CUDA hub @%s has no such version; it has %s (with the flag unset: " +
+          "%s). Choose one of those, or add the version to the hub's `versions` " +
+          "(rules_cuda_split_wheel_toolchains or cuda_wheel_sdks in WORKSPACE, the `cuda` " +
+          "extension's wheel_sdk tag in MODULE.bazel); docs/sdk.md lists what each " +
+          "version needs.") % (
+        ctx.attr.version_flag.label,
+        ctx.attr.version_flag[CudaVersionSettingInfo].version,
+        ctx.attr.hub,
+        ", ".join(ctx.attr.versions),
+        ctx.attr.default_version,
+    ))
+
+cuda_version_missing = rule(
+    implementation = _cuda_version_missing_impl,
+    doc = "Fails at analysis naming the requested CUDA version and the hub's versions.",
+    attrs = {
+        "default_version": attr.string(doc = "The version built with the flag unset."),
+        "hub": attr.string(doc = "The hub repository's name, for the message."),
+        "version_flag": attr.label(
+            doc = "The build setting that chooses the version.",
+            mandatory = True,
+            providers = [CudaVersionSettingInfo],
+        ),
+        "versions": attr.string_list(doc = "The versions the hub has."),
+    },
+)
