@@ -118,3 +118,36 @@ def test_light_cuda_sources_build(distdir: str) -> None:
     for name in ("arange", "clamp", "fill", "scale"):
         obj = objects / "ggml-cuda" / name / f"{name}.o"
         assert obj.is_file() and obj.stat().st_size > 0, obj
+
+
+FAKE_RUN = r"""#!/bin/sh
+# A stand-in for test-backend-ops: its per-backend summaries, colours included.
+[ "$*" = "test -b CUDA0" ] || exit 2
+printf 'Backend 1/2: CUDA0\n  ADD: \033[1;32mOK\033[0m\n  %s tests passed\n' "$PASSED"
+printf '  Backend CUDA0: \033[1;32mOK\033[0m\nBackend 2/2: CPU\n  Skipping\n'
+printf '1/1 backends passed\n'
+"""
+
+
+@pytest.mark.parametrize(
+    ("passed", "line", "status"),
+    [("1234/1240", "1234 passed, 6 failed", 1), ("880/880", "880 passed, 0 failed", 0)],
+)
+def test_gpu_check_script_sums_up_each_build(
+    tmp_path: pathlib.Path, passed: str, line: str, status: int
+) -> None:
+    """scripts/ggml_gpu_check.sh's run mode (its CMake builds off) on a stand-in binary:
+    one `N passed, M failed` line per build, exit 1 when a test failed."""
+    fake = tmp_path / "test-backend-ops.bazel-split-sm_90"
+    fake.write_text(FAKE_RUN)
+    fake.chmod(0o755)
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ggml_gpu_check.sh"), str(tmp_path)],
+        env={"PATH": "/usr/bin:/bin", "GGML_CHECK_CMAKE": "0", "PASSED": passed},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    log = tmp_path / "bazel-split-sm_90.log"
+    assert proc.stdout.splitlines()[-1] == f"bazel-split-sm_90: {line} (exit 0; {log})"
+    assert proc.returncode == status, proc.stdout + proc.stderr
