@@ -304,7 +304,9 @@ cuda_library = rule(
     doc = "Compiles CUDA sources with nvcc's own plan, one action per step and GPU arch " +
           "(`compile_mode=split`), and gives `CcInfo` so `cc_library`/`cc_binary` can " +
           "depend on it (the CUDA runtime's headers and library included). Output " +
-          "groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold the device files. " +
+          "groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold the device files " +
+          "(`cuda_fatbin`: the embedded fatbinaries, `x.fatbin.c`, as `nvcc -c` writes " +
+          "them; no raw `.fatbin`). " +
           "The C++ toolchain's flags for the compilation mode (`-c dbg`: `-g`; " +
           "`-c opt`: `-O2 -DNDEBUG ...`) reach nvcc's host compiler; the feature " +
           "`cuda_device_debug` (`features = [\"cuda_device_debug\"]` or " +
