@@ -100,7 +100,7 @@ for launcher in nvcc-split nvcc; do
         -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_ARCHS:-90-real}" -DGGML_CUDA=ON
         -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DGGML_CUDA_NO_VMM=ON
         -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
-        -DLLAMA_CURL=OFF)
+        -DLLAMA_CURL=OFF -DGGML_CCACHE=OFF)
     if [[ "$launcher" == nvcc-split ]]; then
         args+=("-DCMAKE_CUDA_COMPILER_LAUNCHER=$nvcc_split;--cache-dir;$dir/nvcc-split-cache")
     fi
