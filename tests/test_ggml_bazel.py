@@ -110,6 +110,32 @@ def test_ggml_targets_analyse_with_cmakes_cuda_sources(distdir: str) -> None:
     assert "-DGGML_CUDA_FA_Q8_0_Q8_0=1" in actions and "-DGGML_CUDA_FA_Q4_1_Q4_0=0" in actions
 
 
+def _nvcc_flags(distdir: str, target: str, src: str) -> list[str]:
+    """The nvcc flags of `src`'s preprocess in `target`, less include directories and the
+    per-target -frandom-seed."""
+    query = f'mnemonic("CudaPreprocess", {target})'
+    out = bazel("aquery", "--noshow_progress", distdir, query, "--output=jsonproto").stdout
+    (args,) = [
+        a["arguments"]
+        for a in json.loads(out)["actions"]
+        if a["arguments"][a["arguments"].index("--src") + 1].endswith("/" + src)
+    ]
+    flags = [a.split("=", 1)[1] for a in args if a.startswith("--nvcc-flag=")]
+    kept = []
+    for before, flag in zip(["", *flags[:-1]], flags, strict=True):
+        if not (flag.startswith(("-I", "-isystem", "-frandom-seed")) or before == "-isystem"):
+            kept.append(flag)
+    return kept
+
+
+@pytest.mark.bazel
+def test_light_sources_compile_as_in_ggml_cuda(distdir: str) -> None:
+    """tests/ggml:light repeats ggml-cuda's flags and defines: the same nvcc flags."""
+    light = _nvcc_flags(distdir, LIGHT, "arange.cu")
+    assert light == _nvcc_flags(distdir, GGML_CUDA, "arange.cu")
+    assert "-DGGML_CUDA_NO_VMM" in light and "-use_fast_math" in light
+
+
 @pytest.mark.bazel
 def test_light_cuda_sources_build(distdir: str) -> None:
     bazel("build", distdir, LIGHT)
