@@ -517,3 +517,29 @@ def test_a_log_without_cache_hits_says_hits_need_a_cache(
     _write_log(tmp_path / "b.json", [_spawn("CudaCicc", [], "p.params", {}, hit=True)])
     assert explain.main(args) == 0
     assert "--disk_cache" not in capsys.readouterr().out
+
+
+def test_a_step_of_every_arch_is_matched_when_the_archs_changed(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sm_80 -> sm_86 in one workspace: the preprocess's outputs name the arch, and the
+    first build's params are gone; it is still the same step, whose arguments changed."""
+    root = tmp_path / "execroot"
+    params = f"{BIN}/x.cpp4.ii-0.params"
+    argv = "--kind\nhost_preprocess\n--kind\ndevice_preprocess:compute_{0}\n--src\npkg/x.cu\n"
+
+    def build(arch: int, log: str) -> None:
+        _execroot(root, {params: argv.format(arch)})
+        outs = [f"{BIN}/x.cpp4.ii", f"{BIN}/x.compute_{arch}.cpp1.ii"]
+        progress = "Preprocessing pkg/x.cu for the host and the device [//pkg:lib]"
+        spawn = _spawn("CudaPreprocess", outs, params, {}, progress=progress)
+        _write_log(tmp_path / log, _logged([spawn], root))
+
+    build(80, "a.json")
+    build(86, "b.json")
+    args = ["explain", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"]
+    assert explain.main([*args, f"--old-execroot={root}", f"--new-execroot={root}"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["target"] == "//pkg:lib" and row["arch"] == "" and row["source"] == "pkg/x.cu"
+    (reason,) = row["reasons"]
+    assert "its digest differs" in reason, reason

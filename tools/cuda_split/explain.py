@@ -75,8 +75,10 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
     """A row per action of `new`: hit or miss, and for a miss what differs from `old`."""
     by_outputs = {(s.mnemonic, s.outputs): s for s in old}
     by_name: dict[tuple[str, str, str, str], Spawn] = {}
+    by_source: dict[tuple[str, str, str], list[Spawn]] = {}
     for s in old:
         by_name.setdefault((s.mnemonic, s.target, s.arch, s.source), s)
+        by_source.setdefault((s.mnemonic, s.target, s.source), []).append(s)
     rows = []
     for s in new:
         reasons: list[str] = []
@@ -84,6 +86,12 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
             other = by_outputs.get((s.mnemonic, s.outputs)) or by_name.get(
                 (s.mnemonic, s.target, s.arch, s.source)
             )
+            if other is None:
+                # A step of every arch (arch "") whose outputs name the archs: the other
+                # build's, read without its params, shows its outputs' one arch.
+                same = by_source.get((s.mnemonic, s.target, s.source), [])
+                if len(same) == 1 and "" in (s.arch, same[0].arch):
+                    other = same[0]
             reasons = differences(other, s) if other else ["no such action in the other build"]
         rows.append(
             Row(
