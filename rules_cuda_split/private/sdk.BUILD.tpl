@@ -43,13 +43,15 @@ filegroup(
     ),
 )
 
-# The device link's host compile: link.stub and the two SDK headers it includes.
+# The device link's host compile: link.stub and the two SDK headers it includes (named,
+# not globbed: Bazel 8 fails on a glob that matches nothing).
 filegroup(
     name = "link_stub_files",
-    srcs = [":link_stub"] + glob([
+    srcs = [
+        ":link_stub",
         "%{inc}/crt/host_defines.h",
         "%{inc}/fatbinary_section.h",
-    ]),
+    ],
 )
 
 filegroup(
