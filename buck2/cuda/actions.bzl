@@ -19,6 +19,7 @@ load(
     "link_progress_args",
     "link_steps",
     "missing_device_code",
+    "random_seed_flags",
     "source_actions",
     "source_dir",
     "source_stem",
@@ -133,6 +134,9 @@ def compile_source(
     """
     steps = source_steps(groups)
     out_dir = source_dir(target or ctx.label.name, rel)
+
+    # nvcc's -frandom-seed, as the Bazel rules give it (plan.bzl).
+    seed = random_seed_flags(nvcc_flags, ctx.label.package, target or ctx.label.name, rel)
     stem = source_stem(rel.rpartition("/")[2])
     paths = {}
     files = {}
@@ -153,6 +157,7 @@ def compile_source(
         flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
             device_nvcc_flags
         )
+        flags = flags + seed
         inputs = [files[r] for r in action.inputs]
         if ACTIONS[key].reads_source:
             inputs += [src] + headers

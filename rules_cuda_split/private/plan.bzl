@@ -567,6 +567,37 @@ def source_dir(target, rel):
         rel = rel[:-(len(ext) + 1)] + ("" if ext == "cu" else "_" + ext)
     return "_cuda/%s/%s" % (target, rel)
 
+# The characters a -frandom-seed value keeps (others become `_`): nvcc splits option
+# values at commas, and its plan quotes the value for the shell.
+_SEED_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+./:@"
+
+def random_seed_flags(flags, package, target, rel):
+    """nvcc's `-frandom-seed=<package>:<target>:<rel>` for a source of a target.
+
+    None where `flags` (the target's) have a seed: the user's is used.
+
+    nvcc passes it to cudafe++, cicc and the host compiler; cudafe++ then ends the module
+    id of a file with no external function definition with a hash of it instead of a hash
+    of the source's mtime and the working directory and its process id. It names no
+    output directory, configuration or checkout, so the id is the same wherever and
+    however the build runs; it names the target, so two targets compiling the same source
+    get two ids (as two nvcc runs would), which a device link of both needs.
+
+    Args:
+      flags: list, the target's nvcc flags (strings; other items are skipped).
+      package: string, the target's package.
+      target: string, the name its files live under (source_dir's `target`).
+      rel: string, the source's path relative to the package (source_dir's `rel`).
+
+    Returns:
+      list[string], the flag, or none.
+    """
+    for f in flags:
+        if type(f) == "string" and f.lstrip("-").startswith("frandom-seed"):
+            return []
+    seed = "%s:%s:%s" % (package, target, rel)
+    return ["-frandom-seed=" + "".join([c if c in _SEED_CHARS else "_" for c in seed.elems()])]
+
 def link_archs(groups):
     """What a device link links: (real arch, virtual arch, lto) for each real or `lto_`
     arch of the binary's spec, in spec order (one nvlink each); PTX-only groups link

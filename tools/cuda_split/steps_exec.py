@@ -31,7 +31,9 @@ PORTABLE_PWD = "/proc/self/cwd"
 
 # A module id cudafe++ ends with its process id: `..._<8 hex digits>_<pid>` (a file with no
 # external function definition; the hex digits hash the source's mtime and the working
-# directory). The step replaces both by a hash of the preprocessed source and its name.
+# directory). With nvcc's -frandom-seed (the rules give every source one) cudafe++ ends it
+# with a hash of the seed instead; without, the step replaces both by a hash of the
+# preprocessed source and its name.
 _PID_MODULE_ID = re.compile(r"(?P<stem>.+_)(?P<hash>[0-9a-f]{8})_(?P<pid>[0-9]+)")
 
 
@@ -156,13 +158,15 @@ def _deterministic_module_id(
     cudafe++ ends the id with `_<hash>_<pid>`, the hash taken over the mtime of the source
     it finds under its --orig_src_file_name and the working directory (or the time, where
     it finds none): another id on every run, in the .cudafe1.cpp, the PTX and cubins of
-    internal-linkage symbols, the objects and the registration file. The step writes
-    `_<hash>_0` instead, the hash over --orig-src-path-name and the preprocessed source,
-    and runs cudafe++ again without --gen_module_id_file: it then reads the id from the
-    file (as cicc does) and writes every other file with it.
+    internal-linkage symbols, the objects and the registration file. With
+    `--frandom-seed` (nvcc's -frandom-seed: the rules give every source one) it ends the
+    id with a hash of the seed instead, nvcc's own id: the step leaves it. Without, the
+    step writes `_<hash>_0`, the hash over --orig-src-path-name and the preprocessed
+    source, and runs cudafe++ again without --gen_module_id_file: it then reads the id
+    from the file (as cicc does) and writes every other file with it.
     """
     path = files.get("module_id")
-    if "--gen_module_id_file" not in argv or not path:
+    if "--gen_module_id_file" not in argv or "--frandom-seed" in argv or not path:
         return None
     with open(path, encoding="ascii") as f:
         module_id = f.read().strip()

@@ -12,6 +12,7 @@ load(
     "MONO",
     "file_name",
     "gencode",
+    "random_seed_flags",
     "source_actions",
     "source_dir",
     "source_stem",
@@ -36,9 +37,9 @@ def _package_short_path(ctx):
     repo = "../" + root.partition("/")[2]
     return repo + "/" + ctx.label.package if ctx.label.package else repo
 
-def _source_dir(ctx, src):
-    """plan.bzl's source_dir of `src`, by its path in the package (`external/<path>`
-    for a source of another repository)."""
+def _source_rel(ctx, src):
+    """The path of `src` in the target's package (`external/<path>` for a source of
+    another repository)."""
     rel = src.short_path
     pkg = _package_short_path(ctx)
     if pkg and rel.startswith(pkg + "/"):
@@ -46,7 +47,18 @@ def _source_dir(ctx, src):
     elif rel.startswith("../"):
         # A source of another repository: keep its repository in the name.
         rel = "external/" + rel[len("../"):]
-    return source_dir(ctx.label.name, rel)
+    return rel
+
+def _source_dir(ctx, src):
+    """plan.bzl's source_dir of `src`."""
+    return source_dir(ctx.label.name, _source_rel(ctx, src))
+
+def _seed_flags(ctx, src, nvcc_flags):
+    # nvcc's -frandom-seed, from the target and the source's path in its package: module
+    # ids of files without external functions then carry no pid, mtime or directory, and
+    # every file is the one `nvcc -frandom-seed=<the same>` writes (docs/fidelity.md).
+    rel = _source_rel(ctx, src)
+    return random_seed_flags(nvcc_flags, ctx.label.package, ctx.label.name, rel)
 
 def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
@@ -75,6 +87,11 @@ def emit_compile_split(
         device_nvcc_flags = None,
         per_arch_list = False):
     """Emits the split actions compiling `src`.
+
+    Every action's nvcc flags end with plan.bzl's `random_seed_flags` for the target and
+    source (`-frandom-seed=<package>:<target>:<path in the package>`), unless
+    `nvcc_flags` have a seed: module ids then carry no process id (docs/design.md,
+    Determinism).
 
     Args:
       ctx: the context of a rule with common.bzl's STEP_RULE_ATTRS.
@@ -105,6 +122,7 @@ def emit_compile_split(
         files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
     if device_nvcc_flags == None:
         device_nvcc_flags = nvcc_flags
+    seed = _seed_flags(ctx, src, nvcc_flags)
     for action in source_actions(steps):
         kind = ACTIONS[action.key]
         flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
@@ -116,7 +134,7 @@ def emit_compile_split(
             cc_toolchain,
             src,
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
-            nvcc_flags = action.nvcc_flags + flags,
+            nvcc_flags = action.nvcc_flags + flags + seed,
         )
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
@@ -142,7 +160,7 @@ def emit_compile_split(
 def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
     """Emits one action compiling `src` with nvcc's whole plan (rules_cuda's shape).
 
-    Same arguments and result as emit_compile_split, less `device_nvcc_flags` and
+    Same arguments, seed and result as emit_compile_split, less `device_nvcc_flags` and
     `per_arch_list`; nvcc's intermediate files are left in a directory output, and the
     device files, for the output groups, in one directory each (`.ptx/`, `.cubin/`,
     `.fatbin/`): `ptx`, `cubins` and `fatbins` are those directories, and `files` has
@@ -165,7 +183,7 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     args.add("--mono-dir", keep.path)
     for kind, d in groups_dirs.items():
         args.add("--mono-group=%s=%s" % (kind, d.path))
-    _flag_args(args, [gencode(g) for g in groups] + nvcc_flags)
+    _flag_args(args, [gencode(g) for g in groups] + nvcc_flags + _seed_flags(ctx, src, nvcc_flags))
     run_step(
         ctx,
         args = args,
