@@ -65,7 +65,7 @@ def evaluate(body: str) -> object:
         f'load("{PLAN_BZL}", "ACCEPTED_FORMS", "ACTIONS", "FIXED_NAMES", "LINK_INPUT", '
         '"LINK_KINDS", "PER_ARCH_NAMES", "STEP_KINDS", "file_name", "gencode", '
         '"link_file_roles", "link_steps", "parse_arch_spec", "source_actions", '
-        '"source_steps", "unsupported_archs")\n'
+        '"random_seed_flags", "source_steps", "unsupported_archs")\n'
     )
     fd, name = tempfile.mkstemp(suffix=".star")
     try:
@@ -174,3 +174,13 @@ def source_paths(src: str, out_dir: str, steps: Sequence[StepSpec]) -> dict[str,
     stem = os.path.splitext(os.path.basename(src))[0]
     roles = {r for s in steps for r in (*s.inputs, *s.outputs, *s.names)}
     return {r: os.path.join(out_dir, planlib.file_name(stem, r)) for r in sorted(roles)}
+
+
+@functools.cache
+def random_seed_flags(package: str, target: str, rel: str) -> tuple[str, ...]:
+    """plan.bzl's `-frandom-seed` for source `rel` of target `package:target` (no flags
+    of the target's own)."""
+    args = ", ".join(json.dumps(a) for a in (package, target, rel))
+    got = evaluate(f"print(json.encode(random_seed_flags([], {args})))\n")
+    assert isinstance(got, list)
+    return tuple(got)

@@ -337,6 +337,13 @@ CASES = {
         ],
     ),
     "add-rdc": ("examples/multi/add.cu", ["-arch", "sm_90", "-rdc=true"]),
+    # Template instances only: without the user's seed, cudafe++ ends the module id (which
+    # the rdc object registers) with its process id; with it, the id is the seed's.
+    "instances-rdc-random-seed": (
+        "tests/fidelity/src/instances.cu",
+        ["-arch=sm_90", "-rdc=true", "-frandom-seed=tests/fidelity/src:instances"],
+    ),
+    "t-random-seed-two-words": ("tests/determinism/t.cu", ["-arch=sm_80", "-frandom-seed", "t"]),
     "scale-O3-lineinfo": ("examples/multi/scale.cu", ["-arch=sm_90", "-O3", "-lineinfo"]),
     "reduce-threads-mixed-arch-flags": (
         "examples/multi/reduce.cu",

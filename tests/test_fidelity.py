@@ -16,9 +16,11 @@ both objects. The differences that cannot be removed are asserted exactly:
 - with the step's default (relative) --orig-src-path-name, the module id hashes another
   path: it differs, and so do the PTX and cubins that carry it (internal-linkage device
   symbols), by exactly that string;
-- a file with no external function definition gets cudafe++'s process id and a hash of
-  the source's mtime and the working directory at the end of its module id from nvcc;
-  the split replaces both by a hash of the source's name and preprocessed text and `_0`.
+- without `-frandom-seed`, a file with no external function definition gets cudafe++'s
+  process id and a hash of the source's mtime and the working directory at the end of its
+  module id from nvcc; the split replaces both by a hash of the source's name and
+  preprocessed text and `_0`. Every case of the matrix has the seed the rules give
+  (plan.bzl's random_seed_flags), on both sides: the ids are nvcc's, byte for byte.
 
 docs/fidelity.md explains the matrix and the measured results.
 """
@@ -44,6 +46,9 @@ OWN_SOURCES = sorted(
     p.relative_to(REPO).as_posix() for p in (REPO / "tests" / "fidelity" / "src").glob("*.cu")
 )
 EXAMPLE_SOURCES = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("examples/**/*.cu"))
+# The issue's reproduction of a module id with a process id (tests/test_bazel.py builds it
+# in two checkouts): template instances only.
+OWN_SOURCES.append("tests/determinism/t.cu")
 
 
 # Every flag set runs on these small sources (own ones, and the saxpy example); the
@@ -59,17 +64,25 @@ HEAVY_FLAG_SETS = ("default", "lineinfo", "sm_80+sm_90")
 OTHER_FLAG_SETS = ("sm_80+sm_90",)
 
 
+def seed_flags(src: str) -> list[str]:
+    """The `-frandom-seed` the rules would give `src` in a target named after its stem in
+    its directory's package (plan.bzl's random_seed_flags)."""
+    path = pathlib.PurePosixPath(src)
+    return list(plan_bzl.random_seed_flags(str(path.parent), path.stem, path.name))
+
+
 def source_flags(src: str) -> list[str]:
-    """The source's own flags: `-I.`, and `-rdc=true` where its BUILD.bazel has
-    `rdc = True` (device calls across files, dynamic parallelism need it)."""
+    """The source's own flags: `-I.`, `-rdc=true` where its BUILD.bazel has `rdc = True`
+    (device calls across files, dynamic parallelism need it), and the rules' seed."""
     build = (REPO / src).parent / "BUILD.bazel"
     rdc = build.is_file() and _RDC.search(build.read_text(encoding="utf-8"))
-    return [*INCLUDES, *(["-rdc=true"] if rdc else [])]
+    return [*INCLUDES, *(["-rdc=true"] if rdc else []), *seed_flags(src)]
 
 
-# Sources whose module id ends in cudafe++'s process id: only template instances, no
-# external function definition (nvcc writes another id on every run).
-PROCESS_ID_SOURCES = {"tests/fidelity/src/instances.cu"}
+# Sources whose module id ends in cudafe++'s process id without -frandom-seed: only
+# template instances, no external function definition (nvcc writes another id on every
+# run). With the seed, it ends in a hash of the seed: nvcc's id, the split's too.
+PROCESS_ID_SOURCES = {"tests/fidelity/src/instances.cu", "tests/determinism/t.cu"}
 
 
 def is_heavy(src: str) -> bool:
@@ -195,14 +208,10 @@ def test_split_matches_nvcc(
     comp_dirs = 1 if "-G" in fs.flags else 0
     for role in pair.compared_roles():
         ours, theirs = pair.read(role)
-        if role == "module_id" and src in PROCESS_ID_SOURCES:
-            # cudafe++'s hash and process id end the id (no external function in the
-            # file); the step's id ends in a hash of the source and `_0`.
-            assert harness.has_process_id(theirs.decode()), theirs
-            assert harness.stable_module_id(ours.decode()) == harness.stable_module_id(
-                theirs.decode()
-            )
-            assert ours.endswith(b"_0") and ours != theirs
+        if role == "module_id":
+            # The seed ends the id of a file with no external function: no process id.
+            assert not harness.has_process_id(theirs.decode()), theirs
+            assert_same(role, ours, theirs)
         elif fs.debug and role.startswith("ptx:"):
             # Ours are relative to the working directory; nvcc's absolute.
             # With -G, .debug_info holds DW_AT_comp_dir, and offsets after it: compared
@@ -226,8 +235,11 @@ def test_split_matches_nvcc(
     assert harness.list_images(cuobjdump, pair.split.paths["obj"]) == harness.list_images(
         cuobjdump, pair.nvcc.obj
     )
-    # The objects are nvcc's, byte for byte, exactly when what they embed is.
+    # The objects are nvcc's, byte for byte, exactly when what they embed is: always,
+    # but where -G/-lineinfo cubins differ (docs/fidelity.md, (1) and (3)).
     assert harness.same_object(pair) == harness.same_object_expected(pair)
+    if not fs.debug:
+        assert harness.same_object(pair), "object differs from nvcc's"
 
     if fs.debug:
         # With the working directory kept, PTX and cubins are nvcc's, byte for byte.
@@ -327,13 +339,32 @@ def test_relative_src_path_changes_only_module_id(
         )
 
 
+def test_without_seed_the_step_replaces_the_process_id(
+    sdk: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """Without -frandom-seed (the rules always give one; a step run by hand may not),
+    cudafe++ ends the module id of a file of template instances only with a hash of the
+    source's mtime and the working directory and its process id, another one on every
+    nvcc run: the step replaces both by a hash of the source's name and preprocessed text
+    and `_0`. Nothing else compared carries the id."""
+    src = "tests/fidelity/src/instances.cu"
+    pair = harness.compile_both(sdk, src, BASE, list(INCLUDES), tmp_path)
+    ours, theirs = (b.decode() for b in pair.read("module_id"))
+    assert harness.has_process_id(theirs), theirs
+    assert harness.stable_module_id(ours) == harness.stable_module_id(theirs)
+    assert ours.endswith("_0") and ours != theirs
+    for role in pair.compared_roles():
+        if role != "module_id":
+            assert_same(role, *pair.read(role))
+
+
 def test_debug_cubin_records_ptxas_file_names(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """With -G, ptxas writes its command line into the cubin, with the PTX's and the
     cubin's file names: the split's own names (x.compute_80.ptx, x.sm_80.cubin) then give
     another cubin than nvcc's (x.ptx, x.cubin with one gencode). The matrix above names
     the files like nvcc and gets nvcc's cubin."""
     src = "tests/fidelity/src/printf.cu"
-    flags = ["-G"]
+    flags = ["-G", *seed_flags(src)]
     pair = harness.compile_both(sdk, src, BASE, flags, tmp_path, keep_cwd_in_debug_paths=True)
     ours = pair.split.paths["cubin:sm_80"].read_bytes()
     theirs = pair.nvcc.paths["cubin:sm_80"].read_bytes()
@@ -352,7 +383,7 @@ def test_cpp_source_as_cuda_matches_nvcc(
     """A `.cpp` source in cuda_library's srcs is compiled as CUDA (`-x cu`, the flag the
     rules add): the split's per-arch files and object are nvcc's `-x cu --keep` ones."""
     src = "tests/fidelity/src/host_as_cuda.cpp"
-    pair = harness.compile_both(sdk, src, spec, ["-x", "cu"], tmp_path)
+    pair = harness.compile_both(sdk, src, spec, ["-x", "cu", *seed_flags(src)], tmp_path)
     assert set(pair.compared_roles()) == expected_roles(spec)
     for role in pair.compared_roles():
         assert_same(role, *pair.read(role))
