@@ -30,6 +30,7 @@ whose files live under the same names, so those Bazel targets map to `<name>`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import pathlib
 import re
@@ -278,6 +279,26 @@ def test_sub_targets_per_arch() -> None:
     ]
     assert sorted(dlto["sub_targets"]["linked_cubin"]["sub_targets"]) == ["sm_90"]
     assert sorted(dlto["sub_targets"]["ltoir"]["sub_targets"]) == ["compute_90"]
+
+
+def test_the_toolchains_interpreter_runs_every_step() -> None:
+    """cuda_toolchain's `python` (as Bazel's toolchain field) is every step action's
+    interpreter, running the launcher that checks its version."""
+    runner, toolchain = recorder.toolchain_targets("sm_90", HOST_COMPILER)
+    python = "/opt/python3.12/bin/python3"
+    toolchain = dataclasses.replace(toolchain, kwargs={**toolchain.kwargs, "python": python})
+    report = recorder.run([runner, toolchain, *EXAMPLES])
+    categories = _mnemonics()
+    argvs = [
+        action["argv"]
+        for target in report.values()
+        for action in target["actions"]
+        if action["kind"] == "run" and action["category"] in categories
+    ]
+    assert argvs
+    for argv in argvs:
+        assert argv[:4] == [python, "-B", "-S", "-E"], argv
+        assert argv[4].endswith("cuda_split/launch.py"), argv
 
 
 @pytest.fixture(scope="module", params=ARCH_SPECS)
