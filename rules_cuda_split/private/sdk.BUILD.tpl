@@ -69,7 +69,8 @@ filegroup(
     srcs = %{libnvvm},
 )
 
-# Everything a compile step may read.
+# Everything a compile step may read, for users' own rules (this package's actions declare
+# only their own tool's group, from :toolkit).
 filegroup(
     name = "compiler_files",
     srcs = [
@@ -86,8 +87,8 @@ filegroup(
     ],
 )
 
-# Everything a device-link step may read. nvcc -dlink compiles link.stub, which includes
-# crt/host_defines.h and fatbinary_section.h: hence the headers.
+# Everything a device-link step may read, for users' own rules (as :compiler_files). nvcc
+# -dlink compiles link.stub, which includes crt/host_defines.h and fatbinary_section.h.
 filegroup(
     name = "link_files",
     srcs = [

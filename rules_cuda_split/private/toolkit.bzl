@@ -28,10 +28,7 @@ def _cuda_toolkit_impl(ctx):
         nvlink = depset([ctx.file.cudadevrt], transitive = [_files(ctx, "nvlink")]),
         link_stub = _files(ctx, "link_stub"),
         headers = _files(ctx, "headers"),
-        host_headers = _files(ctx, "host_headers") if ctx.files.host_headers else _files(
-            ctx,
-            "headers",
-        ),
+        host_headers = _files(ctx, "host_headers" if ctx.files.host_headers else "headers"),
         cudadevrt = ctx.file.cudadevrt,
     )
     return [toolkit]
