@@ -36,6 +36,22 @@ PORTABLE_PWD = "/proc/self/cwd"
 # preprocessed source and its name.
 _PID_MODULE_ID = re.compile(r"(?P<stem>.+_)(?P<hash>[0-9a-f]{8})_(?P<pid>[0-9]+)")
 
+# nvlink (13.5) says this once per input that is a bare cubin: `nvlink info    : Input
+# 'x.sm_90.cubin' has no host code, which could cause later host link error if there is a
+# reference to it`. nvcc's own -dlink hands nvlink the host objects and is silent; the
+# split hands it each arch's cubins, whose host code the host objects hold, so the line
+# warns of nothing: the step drops it (--verbose shows it).
+_NVLINK_NO_HOST_CODE = re.compile(r"^nvlink info\s*: Input '.*' has no host code\b.*$")
+
+
+def filter_tool_output(kind: str, text: str, verbose: bool = False) -> str:
+    """What a step prints of its tool's stderr `text`: all of it, but for nvlink's
+    "has no host code" info lines (none with `verbose`)."""
+    if kind != planlib.NVLINK or verbose:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(line for line in lines if not _NVLINK_NO_HOST_CODE.match(line.rstrip("\n")))
+
 
 def _strip_cwd_from_ptx(path: str) -> None:
     """cicc writes `.file N "<cwd>/<relative path>"` with -lineinfo/-G (`<cwd>` is
@@ -123,8 +139,14 @@ def execute(
             argv = _away_from_sources(argv, cmd.outputs)
         if args.verbose:
             print(shlex.join(argv), file=sys.stderr)
-        with subprocess.Popen(argv, env=env, cwd=cwd) as proc:
-            rc = proc.wait()
+        # nvlink's stderr passes through filter_tool_output; the other tools' as it is.
+        capture = subprocess.PIPE if step.kind == planlib.NVLINK else None
+        with subprocess.Popen(argv, env=env, cwd=cwd, stderr=capture) as proc:
+            _, err = proc.communicate()
+            rc = proc.returncode
+        if err:
+            text = err.decode(errors="replace")
+            sys.stderr.write(filter_tool_output(step.kind, text, args.verbose))
         if rc == 0 and step.kind == planlib.CUDAFE:
             again = _deterministic_module_id(argv, proc.pid, files, args)
             if again is not None:
