@@ -9,7 +9,9 @@ The WORKSPACE and BUILD text come from README.md's blocks marked
 repository overrides and the `--distdir` of the hermetic SDK's wheels come from this
 checkout's `.bazelrc.user` (what README's "Without internet" section tells users to
 write): the SDK is the one the README's WORKSPACE declares, NVIDIA's wheels unpacked by
-the rules, not this machine's.
+the rules, not this machine's. README's MODULE.bazel snippet cannot be built by Bazel
+4.2.3: tests/test_readme.py checks it against this repository's MODULE.bazel and
+extensions.bzl in the Starlark interpreter.
 """
 
 from __future__ import annotations
@@ -272,3 +274,12 @@ def test_readme_tells_how_to_work_offline() -> None:
         assert f"--override_repository={name}=" in text, name
     assert "build --distdir=" in offline_bazelrc()
     assert "build --distdir=$RCS/.cache/cuda-wheels" in text
+    # Every `build` line the set-up writes, as a user writes it ($RCS: the clone), but the
+    # tmpfs-only --sandbox_base, which README mentions apart.
+    wanted = [
+        line.replace(str(REPO), "$RCS")
+        for line in offline_bazelrc().splitlines()
+        if line.startswith("build ") and "--sandbox_base" not in line
+    ]
+    assert "build --nosandbox_debug" in wanted
+    assert [line for line in wanted if f"\n{line}\n" not in text] == []
