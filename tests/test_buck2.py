@@ -140,11 +140,15 @@ EXAMPLES = [
     Target("examples/gemm", "gemm_kernels_dlink", "cuda_device_link", {"deps": [":gemm_kernels"]}),
     Target(
         "examples/thrust",
-        "thrust_cub",
-        "cuda_binary",
+        "thrust_cub_lib",
+        "cuda_library",
         {"srcs": ["checks.h", "cub_reduce.cu", "main.cu", "thrust_sort.cu"], "deps": [CHECK]},
     ),
-    Target("examples/cublas", "cublas_gemm", "cuda_binary", {"srcs": ["gemm.cu"], "deps": [CHECK]}),
+    Target("examples/thrust", "thrust_cub", "cuda_binary", {"deps": [":thrust_cub_lib"]}),
+    Target(
+        "examples/cublas", "cublas_gemm_lib", "cuda_library", {"srcs": ["gemm.cu"], "deps": [CHECK]}
+    ),
+    Target("examples/cublas", "cublas_gemm", "cuda_binary", {"deps": [":cublas_gemm_lib"]}),
 ]
 
 # Bazel's default (sm_90), two real archs, and a real arch with a PTX-only one (the

@@ -316,7 +316,7 @@ def test_per_arch_actions_shared_across_builds(
     # The per-target report flags exactly the CCCL sources, naming the headers.
     report = _arch_list_report(build_b)
     _print(capsys, "cuda-split arch-list (build B)", report)
-    assert "//examples/thrust:thrust_cub_cuda: 2 of 3 sources depend on the arch list" in report
+    assert "//examples/thrust:thrust_cub_lib: 2 of 3 sources depend on the arch list" in report
     assert "//examples/saxpy:saxpy: none of 1 sources" in report
     line = next(x for x in report.splitlines() if "examples/thrust/cub_reduce.cu:" in x)
     assert "include/cccl/cub/util_namespace.cuh" in line, report
@@ -390,7 +390,7 @@ def test_per_arch_list_shares_cccl_code_across_arch_sets(
     # CCCL's namespaces no longer name the arch list.
     report = _arch_list_report(b)
     _print(capsys, "cuda-split arch-list (per_arch build B)", report)
-    assert "//examples/thrust:thrust_cub_cuda: none of 3 sources depends" in report, report
+    assert "//examples/thrust:thrust_cub_lib: none of 3 sources depends" in report, report
 
 
 @pytest.fixture(scope="module")
