@@ -64,7 +64,10 @@ def test_table_has_every_component_for_both_linux_platforms() -> None:
     table = _table()
     assert set(cvt.RELEASES) == set(table)
     for version, entry in table.items():
-        assert set(entry["components"]) == set(cvt.COMPONENTS), version
+        # Every component, but those only newer releases have (tileiras: 13.2 on).
+        missing = set(cvt.COMPONENTS) - set(entry["components"])
+        assert set(entry["components"]) <= set(cvt.COMPONENTS), version
+        assert missing <= cvt.NEWER_COMPONENTS and (version != "13.5" or not missing), version
         for name, comp in entry["components"].items():
             assert comp["package"] == cvt.COMPONENTS[name][0]
             assert set(comp["platforms"]) == {"linux-x86_64", "linux-sbsa"}, (version, name)
@@ -139,7 +142,8 @@ def test_download_plan_default_set_opt_ins_and_mirror(tmp_path: pathlib.Path) ->
     table = _table()
     out = _plan(tmp_path, "CUDA_VERSIONS", '"13.0", [], "linux-x86_64", ""')
     assert out["err"] == ""
-    assert [p["component"] for p in out["plan"]] == cvt.DEFAULT_COMPONENTS
+    default_13_0 = [c for c in cvt.DEFAULT_COMPONENTS if c in table["13.0"]["components"]]
+    assert [p["component"] for p in out["plan"]] == default_13_0 != cvt.DEFAULT_COMPONENTS
     nvcc = table["13.0"]["components"]["nvcc"]["platforms"]["linux-x86_64"]
     assert out["plan"][0]["url"] == nvcc["url"] and out["plan"][0]["sha256"] == nvcc["sha256"]
 
@@ -155,7 +159,7 @@ def test_download_plan_default_set_opt_ins_and_mirror(tmp_path: pathlib.Path) ->
     # cuSOLVER brings what libcusolver.so links against.
     out = _plan(tmp_path, "CUDA_VERSIONS", '"13.0", ["cusolver"], "linux-x86_64", ""')
     extra = ["cusolver", "cublas", "cusparse", "nvjitlink"]
-    assert [p["component"] for p in out["plan"]] == [*cvt.DEFAULT_COMPONENTS, *extra]
+    assert [p["component"] for p in out["plan"]] == [*default_13_0, *extra]
 
 
 def test_download_plan_errors_name_what_is_missing(tmp_path: pathlib.Path) -> None:
@@ -422,8 +426,14 @@ def _cubins(w: Workspace, version: str) -> dict[str, bytes]:
         "//examples/saxpy:saxpy_main",
         "//examples/cublas:cublas_gemm",
     )
-    out = w.root / "bazel-bin" / "examples" / "saxpy"
-    return {p.name: p.read_bytes() for p in out.rglob("*.cubin")}
+    # Not bazel-bin: a version other than the default builds in a directory of its own.
+    cubins = [
+        pathlib.Path(out)
+        for a in _cuda_actions(w, version, "//examples/saxpy:saxpy")
+        for out in a["outputs"]
+        if out.endswith(".cubin")
+    ]
+    return {p.name: (w.root / p).read_bytes() for p in cubins}
 
 
 @pytest.mark.bazel
@@ -452,13 +462,16 @@ def test_each_version_builds_saxpy_and_cublas_from_its_wheels(ws: Workspace) -> 
     assert "libcublas.so.13" in dynamic and "cuda_U13_U5" in dynamic
 
 
-def _cuda_actions(w: Workspace, version: str) -> list[dict]:
-    """The CUDA actions of saxpy under a version: key, mnemonic, argv, input paths."""
+def _cuda_actions(
+    w: Workspace, version: str, target: str = "//examples/saxpy:saxpy_main"
+) -> list[dict]:
+    """The CUDA actions of `target` under a version: key, mnemonic, argv, input and
+    output paths."""
     proc = w.bazel(
         "aquery",
         f"--//cuda:version={version}",
         "--output=jsonproto",
-        'mnemonic("Cuda.*", deps(//examples/saxpy:saxpy_main))',
+        f'mnemonic("Cuda.*", deps({target}))',
     )
     graph = json.loads(proc.stdout)
     fragments = {f["id"]: f for f in graph["pathFragments"]}
@@ -488,6 +501,7 @@ def _cuda_actions(w: Workspace, version: str) -> list[dict]:
             "mnemonic": a["mnemonic"],
             "argv": a["arguments"],
             "inputs": inputs(a.get("inputDepSetIds", [])),
+            "outputs": [artifacts[o] for o in a.get("outputIds", [])],
         }
         for a in graph["actions"]
     ]
@@ -512,6 +526,61 @@ def test_nothing_is_shared_between_versions(ws: Workspace) -> None:
     assert sorted(map(str, [(a["argv"], sorted(a["inputs"])) for a in default])) == sorted(
         map(str, [(a["argv"], sorted(a["inputs"])) for a in actions["13.0"]])
     )
+
+
+def _cuda_spawns(log: pathlib.Path) -> list[str]:
+    """The CUDA actions (mnemonic Cuda*) a build ran, from its --execution_log_json_file
+    (a stream of JSON objects, one per spawn; actions the action cache had are not in it)."""
+    text, decoder, pos, ran = log.read_text(), json.JSONDecoder(), 0, []
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        spawn, pos = decoder.raw_decode(text, pos)
+        if spawn.get("mnemonic", "").startswith("Cuda"):
+            ran.append(spawn["mnemonic"])
+    return ran
+
+
+@pytest.mark.bazel
+def test_versions_coexist_in_one_output_base(ws: Workspace, tmp_path: pathlib.Path) -> None:
+    """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache: each
+    version's outputs have an output directory of their own (the CUDA rules' transition,
+    settings.bzl), so the third build reruns no CUDA action."""
+    target = "//examples/saxpy:saxpy"
+    ran = []
+    for i, version in enumerate(("13.0", "13.5", "13.0")):
+        log = tmp_path / f"exec{i}.json"
+        ws.bazel(
+            "build",
+            f"--//cuda:version={version}",
+            "--disk_cache=",
+            f"--execution_log_json_file={log}",
+            "--output_groups=+cuda_cubin",
+            target,
+        )
+        ran.append(_cuda_spawns(log))
+    print("CUDA actions run by the builds 13.0, 13.5, 13.0:", [len(r) for r in ran])
+    assert ran[2] == [], ran[2]
+
+    def cubin(version: str) -> pathlib.Path:
+        (path,) = [
+            pathlib.Path(o)
+            for a in _cuda_actions(ws, version, target)
+            for o in a["outputs"]
+            if o.endswith(".cubin")
+        ]
+        return path
+
+    # The default version keeps the configuration's own directory (and aquery's paths);
+    # another version gets `-ST-<hash>`, one of its own.
+    default, other = cubin("13.0"), cubin("13.5")
+    assert cubin("") == default
+    assert default.parts[:2] == ("bazel-out", "k8-fastbuild"), default
+    assert other.parts[1].startswith("k8-fastbuild-ST-"), other
+    assert default.parts[2:] == other.parts[2:]
+    # Both are on disk after the third build, and they differ.
+    assert (ws.root / default).read_bytes() != (ws.root / other).read_bytes()
 
 
 @pytest.mark.bazel

@@ -22,6 +22,8 @@ load(
     "CudaCoptsSettingInfo",
     "CudaDeviceArchListInfo",
     "PER_ARCH_CCCL_DEFINES",
+    "TRANSITION_ALLOWLIST_ATTRS",
+    "cuda_version_transition",
 )
 
 # Sources compiled as CUDA: `.cu`, and C++ files, which nvcc compiles as CUDA with `-x cu`.
@@ -377,7 +379,9 @@ cuda_library = rule(
             providers = [CudaDeviceArchListInfo],
             doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
         ),
-    }, **STEP_RULE_ATTRS),
+    }, **dict(STEP_RULE_ATTRS, **TRANSITION_ALLOWLIST_ATTRS)),
+    # Each CUDA version's outputs in a directory of its own (settings.bzl).
+    cfg = cuda_version_transition,
     fragments = ["cpp"],
     toolchains = STEP_RULE_TOOLCHAINS,
 )
