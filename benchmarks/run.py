@@ -8,6 +8,7 @@
     python3 benchmarks/run.py occupancy RESULTS.json ... --png OUT.png
     python3 benchmarks/run.py project [--subset full|subset]  # Bazel on N workers, projected
     python3 benchmarks/run.py laptop [--base REF]    # Bazel split vs mono on tiny targets
+    python3 benchmarks/run.py summary RESULTS.json ... # full results as their summaries
     python3 benchmarks/run.py NAME --help            # a scenario's options
 
 `compare` (the default: no name runs it with the options given) compiles ggml's CUDA
@@ -33,9 +34,11 @@ Files run on a pool of --jobs processes (make -jJ); see --split-jobs for nvcc-sp
      --warm-archs with the warm cache (hit rates from nvcc-split's --table)
   4  overhead: CPU of split / CPU of nvcc (from scenario 1)
 
-Writes <out>/<label>.json (every measurement, machine info), <label>.md (tables, targets
-met or missed, the command) and <label>.png (if matplotlib imports). Logs, step tables,
-nvcc-split's traces and the explain output go to <out>/raw/<label>/ (ignored by git).
+Writes <out>/<label>.json (the summary: the meta, medians per configuration and phase,
+the report's numbers), <label>.md (tables, targets met or missed, the command) and
+<label>.png (if matplotlib imports). Every measurement goes to
+<out>/raw/<label>/<label>.json; logs, step tables, nvcc-split's traces and the explain
+output to <raw-dir>/<label>/ (default <out>/raw; ignored by git).
 
 This file is the command line; each scenario is a module of the package benchmarks/bench/
 (README.md, "The code").
@@ -66,6 +69,7 @@ SCENARIOS = {
     "occupancy": "occupancy",  # busy cores over time, from results JSON and traces
     "project": "project",  # Bazel split and mono on N workers, from the real action graphs
     "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
+    "summary": "results",  # full result files rewritten as their summaries
 }
 
 

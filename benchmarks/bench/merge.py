@@ -1,16 +1,16 @@
 """Several result files as one (--merge): runs of other configurations or repeats side by
-side, and the shards of one corpus (--shard) added up."""
+side, and the shards of one corpus (--shard) added up. It reads every measurement: a
+summary's raw file (results.load_full)."""
 
 from __future__ import annotations
 
-import json
 import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from . import say
-from .report import render_markdown, render_png
+from .results import load_full, save
 
 
 def combine(a: Any, b: Any, key: str = "") -> Any:
@@ -74,7 +74,7 @@ def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for spec in paths:
         p, configs = merge_source(spec)
-        data = json.loads(pathlib.Path(p).read_text())
+        data = load_full(pathlib.Path(p))
         metas.append(data["meta"])
         for m in data["measurements"]:
             if configs and m["config"] not in configs:
@@ -112,10 +112,9 @@ def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
     merged: dict[str, Any] = {"meta": meta, "measurements": measurements}
     merged["meta"]["label"] = label
     merged["meta"]["merged_from"] = [pathlib.Path(p).name for p in paths]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{label}.json").write_text(json.dumps(merged, indent=1) + "\n")
-    note = render_png(merged, out / f"{label}.png")
-    if note:
-        merged["meta"]["png"] = note
-    (out / f"{label}.md").write_text(render_markdown(merged))
-    say(f"wrote {out / label}.json, .md" + ("" if note else ", .png"))
+    note = save(out, label, merged, chart=True)
+    say(
+        f"wrote {out / label}.json (summary), .md"
+        + ("" if note else ", .png")
+        + f"; every measurement: {out / 'raw' / label / label}.json"
+    )

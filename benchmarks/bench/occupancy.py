@@ -7,7 +7,9 @@ Every pool of compiles that run.py measures samples the busy cores from /proc/st
 (`occupancy`: [seconds, busy cores] every 0.5 s), the same measure for nvcc, nvcc -t
 and nvcc-split. `--trace` adds, from nvcc-split's `--trace` file, the steps running at
 each moment by kind. Prints a text summary (mean busy cores, the seconds the machine
-ran below half its cores, the tail), and plots if matplotlib is importable.
+ran below half its cores, the tail), and plots if matplotlib is importable. The series
+are in every measurement, not in the summary: RESULTS.json's raw file is read
+(results.load_full says where a committed result's is).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .results import load_full
+
 
 def runs(paths: Iterable[pathlib.Path]) -> list[dict[str, Any]]:
     """Every scenario-1 measurement with an occupancy series, labelled by file and repeat."""
     found = []
     for path in paths:
-        data = json.loads(path.read_text())
+        data = load_full(path)
         cores = data.get("meta", {}).get("machine", {}).get("cores", 0)
         for m in data.get("measurements", []):
             if m.get("scenario") != "1" or not m.get("occupancy"):

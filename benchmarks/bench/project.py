@@ -10,12 +10,14 @@ the repository, once with compile_mode=split and once with mono. Nothing is comp
 The durations are a model from measurements on the 16-core device machine, because a
 2-core build of the whole backend takes hours (benchmarks/README.md):
 - a mono action (nvcc, one source, every arch) takes that file's plain-nvcc CPU seconds
-  from results/full-16core-nvcc.json (same flags, same archs);
-- a split source's actions share out that file's nvcc-split CPU seconds from
-  results/full-16core-split.json, by the measured share of each step kind over the whole
-  backend (its `seconds_by_kind`); per-arch kinds (device preprocess, cicc, ptxas)
+  (scenario 1 of results/full-16core-nvcc.json: same flags, same archs);
+- a split source's actions share out that file's nvcc-split CPU seconds (the cold build
+  of results/full-16core-split.json), by the measured share of each step kind over the
+  whole backend (its `seconds_by_kind`); per-arch kinds (device preprocess, cicc, ptxas)
   divide their share equally among the archs; actions that run two steps (host
   preprocess + cudafe++, fatbinary + host compile) take both shares;
+  both from results/full-16core-per-file.json (`--inputs`; `--inputs-from` remakes it
+  from the two results' full measurements);
 - every action adds `--overhead-ms` (default 150 ms: the step runner's start-up, dryrun
   and a sandbox on the 2-core machine, measured as in benchmarks/README.md; a remote
   round trip would add its own).
@@ -31,6 +33,7 @@ import argparse
 import json
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,8 +52,12 @@ from .corpus import (
     read_list,
     resolve_ggml,
 )
+from .results import dumps, load_full
 
 ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
+# Per ggml file, CPU s with nvcc and nvcc-split on 16 cores (--inputs-from of
+# results/full-16core-nvcc.json and full-16core-split.json: model_inputs).
+INPUTS = BENCH / "results" / "full-16core-per-file.json"
 # The rules' split actions (cuda_split.plan's table of mnemonics): per arch, per source.
 PER_ARCH = {
     m: list(kinds) for m, kinds in plan.MNEMONICS.items() if set(kinds) <= set(plan.PER_ARCH_KINDS)
@@ -62,22 +69,42 @@ PER_SOURCE = {
 }
 
 
-def per_file_cpu(path: pathlib.Path) -> dict[str, float]:
-    """ggml file (src/ggml-cuda/...) -> CPU s, from a benchmarks/run.py result."""
-    doc = json.loads(path.read_text())
-    files: dict[str, float] = {}
-    for m in doc["measurements"]:
+def per_file_cpu(doc: dict, config: str) -> dict[str, float]:
+    """ggml file (src/ggml-cuda/...) -> CPU s of `config`'s scenario-1 build in a
+    `compare` result (nvcc-split's: the cold build), the median over its repeats."""
+    runs = [m for m in doc["measurements"] if m["scenario"] == "1" and m["config"] == config]
+    if not runs:
+        sys.exit(f"{doc['meta'].get('label')}: no scenario-1 measurement of {config}")
+    cpu: dict[str, list[float]] = {}
+    for m in runs:
         for name, f in m.get("files", {}).items():
-            files[name.removeprefix("ggml:")] = f["cpu_s"]
-    return files
+            if name.startswith("ggml:"):
+                cpu.setdefault(name.removeprefix("ggml:"), []).append(f["cpu_s"])
+    return {name: statistics.median(v) for name, v in cpu.items()}
 
 
-def kind_shares(path: pathlib.Path) -> dict[str, float]:
-    doc = json.loads(path.read_text())
+def kind_seconds(doc: dict) -> dict[str, float]:
+    """nvcc-split's seconds by step kind over its scenario-1 builds."""
     seconds: dict[str, float] = {}
     for m in doc["measurements"]:
-        for kind, s in m.get("steps", {}).get("seconds_by_kind", {}).items():
-            seconds[kind] = seconds.get(kind, 0.0) + s
+        if m["scenario"] == "1" and m["config"] == "split":
+            for kind, s in m.get("steps", {}).get("seconds_by_kind", {}).items():
+                seconds[kind] = round(seconds.get(kind, 0.0) + s, 3)
+    return seconds
+
+
+def model_inputs(nvcc: pathlib.Path, split: pathlib.Path) -> dict:
+    """The model's inputs from two `compare` results (their full measurements): each
+    ggml file's CPU s with plain nvcc and with nvcc-split, nvcc-split's seconds by kind."""
+    n, s = load_full(nvcc), load_full(split)
+    return {
+        "from": {"nvcc": nvcc.name, "split": split.name},
+        "seconds_by_kind": kind_seconds(s),
+        "cpu_s": {"nvcc": per_file_cpu(n, "nvcc"), "split": per_file_cpu(s, "split")},
+    }
+
+
+def kind_shares(seconds: dict[str, float]) -> dict[str, float]:
     total = sum(seconds.values())
     return {k: v / total for k, v in seconds.items()}
 
@@ -165,13 +192,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--overhead-ms", type=float, default=150.0)
     p.add_argument("--label", default="")
     p.add_argument("--out", default=str(BENCH / "results"))
+    p.add_argument(
+        "--inputs",
+        default=str(INPUTS),
+        help="the model's inputs: per ggml file, CPU s with nvcc and with nvcc-split; "
+        f"nvcc-split's seconds by step kind (default {INPUTS.relative_to(BENCH)})",
+    )
+    p.add_argument(
+        "--inputs-from",
+        nargs=2,
+        metavar=("NVCC.json", "SPLIT.json"),
+        help="write --inputs from two `compare` results (scenario 1 of nvcc; of split) and stop",
+    )
     args = p.parse_args(argv)
     workers = [int(w) for w in args.workers.split(",")]
     label = args.label or f"project-{args.subset}"
-    results = BENCH / "results"
-    nvcc_cpu = per_file_cpu(results / "full-16core-nvcc.json")
-    split_cpu = per_file_cpu(results / "full-16core-split.json")
-    shares = kind_shares(results / "full-16core-split.json")
+    inputs_path = pathlib.Path(args.inputs)
+    if args.inputs_from:
+        inputs = model_inputs(*(pathlib.Path(x) for x in args.inputs_from))
+        inputs_path.write_text(dumps(inputs) + "\n")
+        print(f"wrote {inputs_path}")
+        return 0
+    inputs = json.loads(inputs_path.read_text())
+    nvcc_cpu, split_cpu = inputs["cpu_s"]["nvcc"], inputs["cpu_s"]["split"]
+    shares = kind_shares(inputs["seconds_by_kind"])
     rows = []
     with tempfile.TemporaryDirectory(prefix="project-") as tmp:
         work = pathlib.Path(tmp)

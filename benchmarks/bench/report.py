@@ -6,7 +6,8 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from .analysis import analyze, n_repeats, targets, usable_cores
+from .analysis import targets, usable_cores
+from .results import EXPLAIN_ROWS, summarize
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
@@ -36,15 +37,17 @@ def split_load_note(meta: dict[str, Any]) -> str:
 
 
 def render_markdown(results: dict[str, Any]) -> str:
-    """The report: a header saying what ran where, the targets, then a section for each
-    scenario measured (and the chart's note, if it was not written)."""
+    """The report of a result, full or its summary (results.summarize): a header saying
+    what ran where, the targets, then a section for each scenario measured (and the
+    chart's note, if it was not written)."""
     meta = results.get("meta", {})
     if not meta:
         return "(no results yet)\n"
-    a = analyze(results)
+    summary = summarize(results)
+    a = summary["analysis"]
     corpus = meta.get("corpus", {})
     lines = [
-        *header(results, meta),
+        *header(summary, meta),
         *targets_section(a, meta),
         *scenario_1(a["s1"]),
         *scenario_2(a["s2"], meta),
@@ -60,7 +63,7 @@ def n_sources(corpus: dict[str, Any]) -> int:
     return len(corpus.get("ggml_files", [])) + len(corpus.get("examples", []))
 
 
-def header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     """The title and what ran: when, on what machine and compilers, which files, archs,
     parallelism, repeats, Bazel targets, shards and merged files."""
     mach = meta.get("machine", {})
@@ -100,8 +103,8 @@ def header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         + f"; nvcc -t {len(meta.get('archs', []))}"
     )
     L.append(
-        f"- repeats measured: {n_repeats(results, ('1', '3'))} (scenarios 1, 3), "
-        f"{n_repeats(results, ('2',))} (scenario 2); medians, range in brackets"
+        f"- repeats measured: {summary['repeats']['1,3']} (scenarios 1, 3), "
+        f"{summary['repeats']['2']} (scenario 2); medians, range in brackets"
     )
     if meta.get("bazel_targets"):
         L.append(
@@ -330,7 +333,7 @@ def cache_notes(s3: dict[str, Any], corpus: dict[str, Any]) -> list[str]:
                     "`nvcc-split --explain`, last repeat):\n"
                 )
                 L.append("| step | reason | count | example |\n|---|---|---|---|")
-                for x in misses[:12]:
+                for x in misses[:EXPLAIN_ROWS]:
                     ex = x["example"].replace("|", "\\|")
                     L.append(f"| {x['kind']} | {x['reason']} | {x['count']} | `{ex}` |")
     for config in ("bazel-split", "bazel-mono"):
@@ -370,7 +373,8 @@ def overhead(s1: dict[str, Any], s2: dict[str, Any], files: int) -> list[str]:
 
 
 def render_png(results: dict[str, Any], path: pathlib.Path) -> str:
-    """The bar charts; an empty string when written, else why not."""
+    """The bar charts of a result, full or its summary; an empty string when written,
+    else why not."""
     try:
         import matplotlib
 
@@ -378,7 +382,7 @@ def render_png(results: dict[str, Any], path: pathlib.Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "not written: matplotlib is not installed (`python3 -m pip install matplotlib`)"
-    a = analyze(results)
+    a = summarize(results)["analysis"]
     meta = results.get("meta", {})
     fig, axes = plt.subplots(1, 3, figsize=(16, 5))
     title = f"{meta.get('label')} — {meta.get('machine', {}).get('cores')} cores"

@@ -8,7 +8,6 @@ import argparse
 import collections
 import compileall
 import datetime
-import json
 import os
 import pathlib
 import shutil
@@ -45,7 +44,7 @@ from .corpus import (
 )
 from .measure import find_nvcc, first_line, jobserver_module, machine_info, run_pool
 from .replay import driver_cpu, longest_path, tools_cpu
-from .report import render_markdown, render_png
+from .results import save
 from .steps import explain_summary, read_graph_edges, read_table, table_summary
 
 
@@ -208,11 +207,10 @@ class Bench:
         )
         self.save()
 
-    def save(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        path = self.out / f"{self.args.label}.json"
-        path.write_text(json.dumps(self.results, indent=1) + "\n")
-        (self.out / f"{self.args.label}.md").write_text(render_markdown(self.results))
+    def save(self, chart: bool = False) -> str:
+        """The summary, .md (and with `chart` the .png) in --out, every measurement in
+        --out's raw/<label>/ (results.save); why the chart was not written, or ''."""
+        return save(self.out, self.args.label, self.results, chart)
 
     def run_corpus(
         self,
@@ -483,12 +481,11 @@ class Bench:
                 self.scenario_2(r)
         if self.bazel:
             self.bazel.call("shutdown", log=self.raw / "bazel-shutdown.log")
-        self.save()
-        png = self.out / f"{args.label}.png"
-        note = render_png(self.results, png)
-        if note:
-            self.results["meta"]["png"] = note
-            self.save()
+        note = self.save(chart=True)
         if not args.keep_work:
             shutil.rmtree(self.work, ignore_errors=True)
-        say(f"wrote {self.out / args.label}.json, .md" + ("" if note else ", .png"))
+        say(
+            f"wrote {self.out / args.label}.json (summary), .md"
+            + ("" if note else ", .png")
+            + f"; every measurement: {self.out / 'raw' / args.label / args.label}.json"
+        )

@@ -1,0 +1,192 @@
+"""A `compare` run's result files. `results/<label>.json` is the summary a reader uses:
+the meta, the medians per (scenario, configuration, phase, archs), and the report's
+numbers (analysis.analyze), from which the `.md` and `.png` are rendered. Every
+measurement (per repeat and file, occupancy series, step rows) goes to
+`results/raw/<label>/<label>.json`, ignored by git: what `--merge` and `occupancy` read.
+
+    python3 benchmarks/run.py summary RESULTS.json ...   # a full result file as its summary
+
+Committed results before LAST_FULL's child held every measurement in results/ itself:
+`git show LAST_FULL:benchmarks/results/<label>.json` brings one back (load_full says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import say
+from .analysis import analyze, n_repeats
+
+SUMMARY_FORMAT = 1
+# The last commit whose benchmarks/results/*.json held every measurement.
+LAST_FULL = "9c93cde"
+# Measurement fields that are not a quantity to take the median of.
+WIDTH = 100  # of the summary's lines, where a list or object fits (dumps)
+EXPLAIN_ROWS = 12  # nvcc-split's miss reasons kept (the report's table: report.cache_notes)
+NOT_MEASURED = ("repeat", "split_j", "jobserver_tokens", "jobserver_tokens_returned")
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def is_summary(doc: dict[str, Any]) -> bool:
+    return "summary" in doc
+
+
+def medians(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (scenario, config, phase, archs), in the order first measured: the
+    repeats, the median of every number a measurement has (wall, CPU, user, sys, RSS,
+    Bazel's server CPU, critical path, ...), the range of wall and CPU, the files, the
+    failures, the load before and after each repeat, nvcc-split's seconds by step kind."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for m in results["measurements"]:
+        k = (m["scenario"], m["config"], m["phase"], tuple(m.get("archs", [])))
+        groups.setdefault(k, []).append(m)
+    rows = []
+    for (scenario, config, phase, archs), ms in groups.items():
+        row: dict[str, Any] = {
+            "scenario": scenario,
+            "config": config,
+            "phase": phase,
+            "archs": list(archs),
+            "repeats": [m["repeat"] for m in ms],
+        }
+        for k in dict.fromkeys(k for m in ms for k in m):
+            vals = [m[k] for m in ms if is_number(m.get(k))]
+            if k in NOT_MEASURED or not vals:
+                continue
+            row[k] = round(statistics.median(vals), 3)
+            if k in ("wall_s", "cpu_s") and len(vals) > 1:
+                row[k.removesuffix("_s") + "_range_s"] = [min(vals), max(vals)]
+        if any("files" in m for m in ms):
+            row["files"] = max(len(m.get("files", {})) for m in ms)
+        row["failed"] = sorted({f for m in ms for f in m.get("failed", [])})
+        if any("load_before" in m for m in ms):
+            row["load_1min_before_after"] = [
+                [(m.get("load_before") or [None])[0], (m.get("load_after") or [None])[0]]
+                for m in ms
+            ]
+        kinds = [m.get("steps", {}).get("seconds_by_kind") for m in ms]
+        if any(kinds):
+            row["seconds_by_kind"] = {
+                k: round(statistics.median(d[k] for d in kinds if d and k in d), 3)
+                for k in dict.fromkeys(k for d in kinds if d for k in d)
+            }
+        rows.append(row)
+    return rows
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a full result (a summary is returned as it is): the meta, the
+    repeats counted, the medians, and the report's numbers (analysis.analyze, with the
+    commonest EXPLAIN_ROWS miss reasons)."""
+    if is_summary(results):
+        return results
+    analysis = analyze(results)
+    for row in analysis["s3"].values():
+        for phase in row.values():
+            if "explain" in phase:  # the report's table: the commonest reasons
+                phase["explain"] = phase["explain"][:EXPLAIN_ROWS]
+    return {
+        "summary": SUMMARY_FORMAT,
+        "meta": results.get("meta", {}),
+        "repeats": {
+            "1,3": n_repeats(results, ("1", "3")),
+            "2": n_repeats(results, ("2",)),
+        },
+        "medians": medians(results),
+        "analysis": analysis,
+    }
+
+
+def dumps(doc: Any, indent: int = 0) -> str:
+    """JSON with one key or item a line, an object or list on one line where that is
+    short, and a long list of numbers or strings wrapped a few items a line."""
+    pad = " " * (indent + 1)
+    flat = json.dumps(doc)
+    if len(flat) <= WIDTH or not isinstance(doc, (dict, list, tuple)):
+        return flat
+    if isinstance(doc, dict):
+        items = [f"{pad}{json.dumps(k)}: {dumps(v, indent + 1)}" for k, v in doc.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if all(not isinstance(v, (dict, list, tuple)) for v in doc):  # wrapped, a few a line
+        lines = [pad]
+        for v in map(json.dumps, doc):
+            if len(lines[-1]) > len(pad) and len(lines[-1]) + len(v) + 2 > WIDTH:
+                lines.append(pad)
+            lines[-1] += v + ", "
+        return "[\n" + "\n".join(x.rstrip() for x in lines)[:-1] + "\n" + " " * indent + "]"
+    items = [pad + dumps(v, indent + 1) for v in doc]
+    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def save(out: pathlib.Path, label: str, results: dict[str, Any], chart: bool = False) -> str:
+    """Write `out`/raw/<label>/<label>.json (every measurement, where load_full looks:
+    --raw-dir does not move it), `out`/<label>.json (the summary) and .md, and with
+    `chart` the .png; returns why the chart was not written, or ''."""
+    from .report import render_markdown, render_png
+
+    note = ""
+    if chart:
+        note = render_png(results, out / f"{label}.png")
+        if note:
+            results["meta"]["png"] = note
+    raw = raw_path(out / f"{label}.json")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(results, indent=1) + "\n")
+    summary = summarize(results)
+    (out / f"{label}.json").write_text(dumps(summary) + "\n")
+    (out / f"{label}.md").write_text(render_markdown(summary))
+    return note
+
+
+def raw_path(path: pathlib.Path) -> pathlib.Path:
+    """Where the full measurements of the summary `path` are: results/raw/<label>/."""
+    return path.parent / "raw" / path.stem / path.name
+
+
+def load_full(path: pathlib.Path) -> dict[str, Any]:
+    """Every measurement of a result: the file itself if it holds them, else, for a
+    summary, its raw file; exits naming where to get them when neither is there."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        sys.exit(f"{path}: cannot read a benchmark result ({e})")
+    if "measurements" in doc:
+        return doc
+    if not is_summary(doc):
+        sys.exit(f"{path}: not a `run.py compare` result (no 'measurements', no 'summary')")
+    raw = raw_path(path)
+    if raw.is_file():
+        return load_full(raw)
+    sys.exit(
+        f"{path} is a summary (medians only) and {raw} is not there. A result committed "
+        f"before the summaries has every measurement in git history: mkdir -p {raw.parent} "
+        f"&& git show {LAST_FULL}:benchmarks/results/{path.name} > {raw}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="run.py summary",
+        description="Rewrite full `compare` result files as their summaries (medians and "
+        "the report's numbers), moving every measurement to results/raw/<label>/<label>.json",
+    )
+    p.add_argument("results", nargs="+", type=pathlib.Path, metavar="RESULTS.json")
+    args = p.parse_args(argv)
+    for path in args.results:
+        doc = load_full(path)
+        raw = raw_path(path)
+        if "measurements" in json.loads(path.read_text()):  # a full file: moved as it is
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            raw.write_bytes(path.read_bytes())
+        path.write_text(dumps(summarize(doc)) + "\n")
+        say(f"wrote {path} (summary), {raw}")
+    return 0

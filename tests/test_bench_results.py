@@ -1,0 +1,178 @@
+"""benchmarks/bench/results.py: results/<label>.json as the summary a reader uses (the
+medians and the report's numbers), every measurement in results/raw/<label>/, and the
+readers of every measurement (--merge, occupancy, project) finding it there."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import run  # noqa: E402
+from bench import merge, occupancy, project, report, results  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _body(md: str) -> list[str]:
+    """A report from its first scenario section on, without the chart's line."""
+    starts = [md.find(h) for h in ("\n## 1.", "\n## 2.", "\n## 3.", "\n## 4.") if h in md]
+    return [x for x in md[min(starts) :].splitlines() if not x.startswith("Chart:")]
+
+
+@pytest.mark.parametrize("label", ["s16-sample6-16core-c1", "light-2core-s15"])
+def test_a_committed_summary_gives_its_committed_report(label: str) -> None:
+    summary = json.loads((RESULTS / f"{label}.json").read_text())
+    assert results.is_summary(summary) and "measurements" not in summary
+    assert report.render_markdown(summary) == (RESULTS / f"{label}.md").read_text()
+
+
+@pytest.mark.parametrize("label", ["subset-2core", "subset-16core"])
+def test_a_committed_summary_gives_its_committed_tables(label: str) -> None:
+    # Scenarios 1 to 4 (these two have them all); the head and targets of these .md are
+    # the wording of their day's code (README.md, "Reading the results").
+    summary = json.loads((RESULTS / f"{label}.json").read_text())
+    md = (RESULTS / f"{label}.md").read_text()
+    assert _body(report.render_markdown(summary)) == _body(md)
+    assert {"## 1.", "## 2.", "## 3.", "## 4."} <= {x[:5] for x in _body(md)}
+
+
+def _measurement(scenario: str, config: str, phase: str, repeat: int, **kw) -> dict:
+    return {"scenario": scenario, "config": config, "phase": phase, "repeat": repeat} | {
+        "archs": ["sm_80", "sm_90"],
+        "failed": [],
+        "load_before": [1.0, 1.0, 1.0],
+        "load_after": [2.0, 2.0, 2.0],
+        "files": {"ggml:src/ggml-cuda/a.cu": {"cpu_s": 1.0}, "ggml:src/ggml-cuda/b.cu": {}},
+        **kw,
+    }
+
+
+def _full() -> dict:
+    steps = {
+        "per_arch": {"hit": 3, "miss": 1},
+        "per_arch_non_cccl": {"hit": 3},
+        "per_arch_no_arch_list": {"hit": 2},
+        "cached": {"hit": 5, "miss": 4},
+        "by_kind": {"cicc": {"hit": 2, "miss": 1}},
+        "seconds_by_kind": {"cicc": 6.0, "ptxas": 2.0},
+    }
+    misses = [
+        {"kind": "cicc", "reason": f"r{i}", "count": 20 - i, "example": "x"} for i in range(14)
+    ]
+    rows = [{"step": "1", "kind": "cicc", "arch": "compute_90", "seconds": "4.0"}]
+    ms = []
+    for r, (wall, cpu) in enumerate([(10.0, 19.0), (12.0, 21.0), (11.0, 20.0)]):
+        ms += [
+            _measurement("1", "nvcc", "full", r, wall_s=wall, cpu_s=cpu),
+            _measurement("1", "split", "cold", r, wall_s=wall - 1, cpu_s=cpu + 1, steps=steps),
+            _measurement("3", "split", "warm", r, wall_s=2.0, cpu_s=3.0, steps=steps)
+            | {"explain": {"misses": misses}},
+            _measurement("2", "split-j1", "critical", r, wall_s=5.0, cpu_s=5.0)
+            | {"step_rows": rows, "edges": []},
+        ]
+    meta = {"label": "t", "machine": {"cores": 2}, "archs": ["sm_80", "sm_90"], "jobs": 2}
+    return {"meta": meta, "measurements": ms}
+
+
+def test_the_summary_holds_the_medians_and_renders_as_every_measurement() -> None:
+    full = _full()
+    summary = json.loads(results.dumps(results.summarize(full)))
+    assert "measurements" not in summary and summary["repeats"] == {"1,3": 3, "2": 3}
+    assert report.render_markdown(summary) == report.render_markdown(full)
+    nvcc = summary["medians"][0]
+    assert (nvcc["config"], nvcc["repeats"], nvcc["wall_s"], nvcc["cpu_s"]) == (
+        "nvcc",
+        [0, 1, 2],
+        11.0,
+        20.0,
+    )
+    assert nvcc["wall_range_s"] == [10.0, 12.0] and nvcc["files"] == 2
+    assert nvcc["load_1min_before_after"] == [[1.0, 2.0]] * 3
+    split = summary["medians"][1]
+    assert split["seconds_by_kind"] == {"cicc": 6.0, "ptxas": 2.0}
+    warm = summary["analysis"]["s3"]["split"]["warm"]
+    assert len(warm["explain"]) == results.EXPLAIN_ROWS  # of 14: what the report shows
+    # dumps: short objects and lists on one line, long lists wrapped.
+    text = results.dumps({"a": {"b": 1}, "l": [f"item-{i:03d}" for i in range(40)]})
+    assert '"a": {"b": 1}' in text and max(map(len, text.splitlines())) <= results.WIDTH
+    assert json.loads(text)["l"][39] == "item-039"
+
+
+def test_a_run_writes_the_summary_beside_its_raw_file_which_merge_reads(tmp_path) -> None:
+    out = tmp_path / "results"
+    full = _full()
+    assert results.save(out, "a", full) == ""
+    assert results.is_summary(json.loads((out / "a.json").read_text()))
+    assert json.loads((out / "raw" / "a" / "a.json").read_text()) == full
+    assert (out / "a.md").read_text() == report.render_markdown(full)
+    merge.merge([str(out / "a.json")], out, "m")  # a summary: its raw file is read
+    merged = json.loads((out / "raw" / "m" / "m.json").read_text())
+    assert len(merged["measurements"]) == len(full["measurements"])
+    assert json.loads((out / "m.json").read_text())["meta"]["merged_from"] == ["a.json"]
+    # Without the raw file: where a committed result's measurements are.
+    (out / "raw" / "a" / "a.json").unlink()
+    for read in (
+        lambda: merge.merge([str(out / "a.json")], out, "m"),
+        lambda: occupancy.runs([out / "a.json"]),
+    ):
+        with pytest.raises(SystemExit) as e:
+            read()
+        assert f"git show {results.LAST_FULL}:benchmarks/results/a.json >" in str(e.value)
+    (out / "x.json").write_text('{"rows": []}')
+    with pytest.raises(SystemExit, match="x.json: not a `run.py compare` result"):
+        results.load_full(out / "x.json")
+
+
+def test_run_py_summary_rewrites_a_full_result_and_keeps_it_in_raw(tmp_path) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(_full(), indent=1) + "\n")
+    before = path.read_bytes()
+    assert run.main(["summary", str(path)]) == 0
+    assert (tmp_path / "raw" / "b" / "b.json").read_bytes() == before
+    assert json.loads(path.read_text()) == json.loads(results.dumps(results.summarize(_full())))
+    assert run.main(["summary", str(path)]) == 0  # again: the raw file is left as it was
+    assert (tmp_path / "raw" / "b" / "b.json").read_bytes() == before
+
+
+def test_projects_inputs_are_nvccs_and_the_cold_split_builds_per_file(tmp_path) -> None:
+    def doc(*ms: dict) -> dict:
+        return {"meta": {"label": "x"}, "measurements": list(ms)}
+
+    def files(cpu: float) -> dict:
+        return {"ggml:src/ggml-cuda/a.cu": {"cpu_s": cpu}, "examples/e.cu": {"cpu_s": 9.0}}
+
+    nvcc = tmp_path / "n.json"
+    nvcc.write_text(
+        json.dumps(
+            doc(
+                _measurement("1", "nvcc", "full", 0) | {"files": files(10.0)},
+                _measurement("1", "nvcc-t", "full", 0) | {"files": files(12.0)},
+            )
+        )
+    )
+    split = tmp_path / "s.json"
+    steps = {"steps": {"seconds_by_kind": {"cicc": 3.0, "ptxas": 1.0}}}
+    split.write_text(
+        json.dumps(
+            doc(
+                _measurement("1", "split", "cold", 0) | {"files": files(11.0)} | steps,
+                _measurement("3", "split", "incremental", 0) | {"files": files(0.5)} | steps,
+            )
+        )
+    )
+    inputs = project.model_inputs(nvcc, split)
+    assert inputs["cpu_s"] == {
+        "nvcc": {"src/ggml-cuda/a.cu": 10.0},
+        "split": {"src/ggml-cuda/a.cu": 11.0},
+    }
+    assert project.kind_shares(inputs["seconds_by_kind"]) == {"cicc": 0.75, "ptxas": 0.25}
+    with pytest.raises(SystemExit, match="no scenario-1 measurement of split"):
+        project.model_inputs(nvcc, nvcc)
+    committed = json.loads(project.INPUTS.read_text())
+    assert len(committed["cpu_s"]["nvcc"]) == len(committed["cpu_s"]["split"]) == 144
