@@ -392,3 +392,49 @@ def test_no_command_on_this_repository_uses_the_ignored_flag_form() -> None:
         "bazel build //examples/gemm/... --//cuda:archs=sm_80  # --@rules_cuda_split//cuda:archs\n"
         "bazel build //:tool --@rules_cuda_split//cuda:archs=sm_80\n"
     ) == ["bazel build //examples/gemm/... --@rules_cuda_split//cuda:archs=sm_80"]
+
+
+# The tools' command lines.
+
+
+def tool_command_problems(text: str) -> list[str]:
+    """`cuda-split X --opt` and `nvcc-split --opt` in code spans: X a subcommand of
+    cuda_split.cli, each option one its module's parser defines."""
+    from cuda_split import cli  # the package, as the console scripts run it
+
+    tools = REPO / "tools"
+    problems = []
+    for span in _SPAN.findall(_prose(text)):
+        words = re.split(r"[\s;\"]+", span)
+        if words[0] == "cuda-split" and len(words) > 1:
+            name = words[1]
+            if name not in cli.COMMANDS:
+                problems.append(f"cuda-split {name}: no such command ({', '.join(cli.COMMANDS)})")
+                continue
+            source = tools / (cli.COMMANDS[name][0].replace(".", "/") + ".py")
+        elif words[0] == "nvcc-split" or span.startswith("-DCMAKE_CUDA_COMPILER_LAUNCHER="):
+            source = tools / "cuda_split" / "driver" / "options.py"
+        else:
+            continue
+        defined = _text(source)
+        for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", span):
+            if option not in ("--help",) and f'"{option}"' not in defined:
+                problems.append(f"{span}: {option} is not an option of {source.name}")
+    return problems
+
+
+def test_every_tool_command_in_readme_exists() -> None:
+    text = _text()
+    assert "`cuda-split simulate" in text and "`cuda-split explain" in text
+    assert tool_command_problems(text) == []
+
+
+def test_a_missing_tool_command_or_option_is_caught() -> None:
+    text = "`cuda-split explain A B`, `cuda-split nonesuch`, `cuda-split audit X --colour red`,\n"
+    text += '`-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-split;--cache-dir;DIR;--nonesuch"`\n'
+    problems = tool_command_problems(text)
+    assert [p.split(":")[-1].strip() for p in problems] == [
+        "no such command (explain, save-params, arch-list, simulate, audit)",
+        "--colour is not an option of audit.py",
+        "--nonesuch is not an option of options.py",
+    ], problems
