@@ -20,6 +20,8 @@ CudaToolkitInfo = provider(
         "cudafe": "depset[File]: `bin/cudafe++`.",
         "cicc": "depset[File]: `nvvm/bin/cicc` and libdevice.",
         "ptxas": "depset[File]: `bin/ptxas`.",
+        "tileiras": "depset[File]: `bin/tileiras` (nvcc's tile compiler; none in older " +
+                    "SDKs) and what it runs: `bin/ptxas`, libnvvm.",
         "fatbinary": "depset[File]: `bin/fatbinary`.",
         "nvlink": "depset[File]: `bin/nvlink`, `libcudadevrt.a` (`-lcudadevrt`) and " +
                   "libnvvm (`-dlto`), in every layout nvcc's `-L` and `-nvvmpath` name.",
@@ -45,6 +47,7 @@ CudaToolchainInfo = provider(
         "cudafe": "depset[File]: cudafe++ (the source's preprocess action).",
         "cicc": "depset[File]: cicc and libdevice.",
         "ptxas": "depset[File]: ptxas.",
+        "tileiras": "depset[File]: tileiras (--enable-tile; empty where the SDK has none).",
         "fatbinary": "depset[File]: fatbinary (host compile, the device link's fatbinary).",
         "nvlink": "depset[File]: nvlink, libcudadevrt and libnvvm (`-dlto`).",
         "link_stub": "depset[File]: `crt/link.stub` and the headers it includes.",

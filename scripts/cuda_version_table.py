@@ -90,9 +90,17 @@ COMPONENTS: dict[str, tuple[str, list[str]]] = {
     "cupti": ("nvidia-cuda-cupti", []),
     "nvrtc": ("nvidia-cuda-nvrtc", []),
     "nvjitlink": ("nvidia-nvjitlink", []),
+    # tileiras (bin/tileiras): nvcc's tile compiler (--enable-tile, --tile-only; 13.5's
+    # nvcc has them). cuda-toolkit 13.2 and 13.5 pin a wheel of it, 13.0 none.
+    "tileiras": ("nvidia-cuda-tileiras", []),
 }
-# What a classic toolkit's include/ holds for the compiler and the runtime.
-DEFAULT_COMPONENTS = ["nvcc", "nvvm", "crt", "cudart", "cccl", "profiler", "nvtx"]
+# What a classic toolkit's include/ holds for the compiler and the runtime, and its
+# compiler's tools.
+DEFAULT_COMPONENTS = ["nvcc", "nvvm", "crt", "cudart", "cccl", "profiler", "nvtx", "tileiras"]
+
+# Components that only newer releases have: a release whose cuda-toolkit pins none of
+# them has no entry (tileiras: not 13.0). Any other component must be pinned.
+NEWER_COMPONENTS = {"tileiras"}
 
 # The opt-in components of this repository's own SDK (WORKSPACE, MODULE.bazel):
 # scripts/setup.sh downloads their wheels with the default set's.
@@ -280,6 +288,9 @@ def build_table() -> dict:
         overrides = dict(release["overrides"])  # type: ignore[arg-type]
         components = {}
         for name, (package, requires) in COMPONENTS.items():
+            if name in NEWER_COMPONENTS and name not in overrides and package not in pins:
+                print(f"{cuda} {name}: none (cuda-toolkit pins no {package})", file=sys.stderr)
+                continue
             if name not in overrides and package not in pins:
                 raise ValueError(
                     f"CUDA {cuda}: cuda-toolkit {release['toolkit']} pins no {package} "
@@ -396,7 +407,8 @@ def setup_wheels(table: dict, version: str = DEFAULT_VERSION) -> str:
         "# installs them from there into .sdk/ for the tests that run nvcc outside Bazel; together",
         f"# they form the SDK at .sdk/{version_sdk_root(version, table)}/{{bin,nvvm,include,lib}}.",
     ]
-    for name in _with_requires(components, [*DEFAULT_COMPONENTS, *SETUP_COMPONENTS]):
+    wanted = [c for c in [*DEFAULT_COMPONENTS, *SETUP_COMPONENTS] if c in components]
+    for name in _with_requires(components, wanted):
         lines.append(f"{components[name]['package']}=={components[name]['version']}")
     for tool in TEST_TOOLS:
         newer = [v for v in table if _key(v) >= _key(version) and tool in table[v]["tools"]]

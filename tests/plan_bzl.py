@@ -65,7 +65,7 @@ def evaluate(body: str) -> object:
         f'load("{PLAN_BZL}", "ACCEPTED_FORMS", "ACTIONS", "FIXED_NAMES", "LINK_INPUT", '
         '"LINK_KINDS", "PER_ARCH_NAMES", "STEP_KINDS", "file_name", "gencode", '
         '"link_file_roles", "link_steps", "parse_arch_spec", "source_actions", '
-        '"random_seed_flags", "source_steps", "unsupported_archs")\n'
+        '"random_seed_flags", "source_steps", "tile_arch_error", "unsupported_archs")\n'
     )
     fd, name = tempfile.mkstemp(suffix=".star")
     try:
@@ -80,7 +80,7 @@ def evaluate(body: str) -> object:
 
 
 @functools.cache
-def _plan(spec: str, per_arch_list: bool) -> str:
+def _plan(spec: str, per_arch_list: bool, tile: str = "") -> str:
     return json.dumps(
         evaluate(
             "def main():\n"
@@ -93,7 +93,7 @@ def _plan(spec: str, per_arch_list: bool) -> str:
             "        'steps': [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
             "                   'outputs': s.outputs, 'names': s.names,\n"
             "                   'nvcc_flags': s.nvcc_flags}\n"
-            f"                  for s in source_steps(groups, {per_arch_list})],\n"
+            f"                  for s in source_steps(groups, {per_arch_list}, {tile!r})],\n"
             "    }\n"
             "print(json.encode(main()))\n"
         )
@@ -119,8 +119,8 @@ def _link_plan(spec: str) -> str:
     )
 
 
-def _evaluated(spec: str, per_arch_list: bool = False) -> dict:
-    got = json.loads(_plan(spec, per_arch_list))
+def _evaluated(spec: str, per_arch_list: bool = False, tile: str = "") -> dict:
+    got = json.loads(_plan(spec, per_arch_list, tile))
     if "error" in got:
         raise ArchSpecError(got["error"])
     return got
@@ -139,9 +139,10 @@ def gencode_flags(spec: str) -> list[str]:
     return [g.gencode for g in parse_arch_spec(spec)]
 
 
-def source_steps(spec: str, per_arch_list: bool = False) -> list[StepSpec]:
-    """The steps plan.bzl declares for one source and `spec`, in its order."""
-    return [StepSpec(**s) for s in _evaluated(spec, per_arch_list)["steps"]]
+def source_steps(spec: str, per_arch_list: bool = False, tile: str = "") -> list[StepSpec]:
+    """The steps plan.bzl declares for one source and `spec`, in its order (`tile`: "",
+    "enable" for nvcc's --enable-tile, "only" for --tile-only)."""
+    return [StepSpec(**s) for s in _evaluated(spec, per_arch_list, tile)["steps"]]
 
 
 @dataclasses.dataclass

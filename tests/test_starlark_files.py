@@ -383,6 +383,7 @@ EXPECTED_TARGETS = {
     "cicc": "alias",
     "ptxas": "alias",
     "fatbinary": "alias",
+    "tileiras": "filegroup",
     "nvlink": "alias",
     "bin2c": "alias",
     "link_stub": "alias",

@@ -146,6 +146,55 @@ def check_nvcc_flags(flags, origin):
         split_flags.extend(option.tokens)
     return "", split_flags
 
+# The versions whose `nvcc --help` the option table was made from.
+_TABLE_VERSIONS = {v: True for e in NVCC_OPTIONS.values() for v in e["versions"]}
+
+def options_not_in_version(flags, version, origin):
+    """An error naming the first of `flags` that the nvcc of CUDA `version` lacks, by the
+    option table ("" when none does, or when the table was not made from that version's
+    nvcc: then nvcc itself judges, when the action runs).
+
+    Args:
+      flags: list[string], flags check_nvcc_flags accepted.
+      version: string, the SDK's version (`13.0.88` or `13.0`).
+      origin: string, where the flags come from, for the message.
+
+    Returns:
+      string.
+    """
+    major_minor = ".".join(version.split(".")[:2])
+    if major_minor not in _TABLE_VERSIONS:
+        return ""
+    for option in read_nvcc_options(flags):
+        if not option.long:
+            continue
+        versions = NVCC_OPTIONS[option.long]["versions"]
+        if major_minor not in versions:
+            why = ""
+            if option.long in _TILE_OPTIONS:
+                why = " (tile compilation, tileiras)"
+            return ("%s: '%s' is not an option of CUDA %s's nvcc%s; the CUDA versions " +
+                    "whose nvcc has it: %s (choose one with " +
+                    "--@rules_cuda_split//cuda:version)") % (
+                origin,
+                option.tokens[0],
+                version,
+                why,
+                ", ".join(versions),
+            )
+    return ""
+
+# nvcc's options that make its plan compile tile code (plan.bzl's source_steps `tile`).
+_TILE_OPTIONS = {"enable-tile": "enable", "tile-only": "only"}
+
+def tile_mode(flags):
+    """plan.bzl's source_steps `tile` for nvcc `flags`: "only" with --tile-only,
+    "enable" with --enable-tile, else ""."""
+    modes = [_TILE_OPTIONS[o.long] for o in read_nvcc_options(flags) if o.long in _TILE_OPTIONS]
+    if "only" in modes:
+        return "only"
+    return "enable" if modes else ""
+
 def without_host_options(flags):
     """`flags` less the options nvcc hands to the host compiler, linker or archiver only
     (the table's `host` options: `-Xcompiler`, `-Xlinker`, `-Xarchive`, with their values):

@@ -19,10 +19,29 @@ CUDAFE = "cudafe"
 DEVICE_PREPROCESS = "device_preprocess"
 CICC = "cicc"
 PTXAS = "ptxas"
+
+# Tile compilation (CUDA 13.3+, nvcc's --enable-tile and --tile-only): cicc also writes
+# tile bitcode (`tilebc`), tileiras compiles it per real arch, and a second fatbinary packs
+# those cubins (`tile.fatbin.c`, which cicc's stub includes beside `fatbin.c`).
+TILEIRAS = "tileiras"
+TILE_FATBINARY = "tile_fatbinary"
 FATBINARY = "fatbinary"
 HOST_COMPILE = "host_compile"
 
-STEP_KINDS = [HOST_PREPROCESS, CUDAFE, DEVICE_PREPROCESS, CICC, PTXAS, FATBINARY, HOST_COMPILE]
+STEP_KINDS = [
+    HOST_PREPROCESS,
+    CUDAFE,
+    DEVICE_PREPROCESS,
+    CICC,
+    PTXAS,
+    TILEIRAS,
+    TILE_FATBINARY,
+    FATBINARY,
+    HOST_COMPILE,
+]
+
+# source_steps' `tile`: nvcc's --enable-tile (SIMT and tile code) and --tile-only.
+TILE_MODES = ["enable", "only"]
 
 # The kinds of a device link's actions (the steps of nvcc's `-dlink` plan, and the
 # registration file the step runner writes itself), and of a mono compile.
@@ -242,6 +261,7 @@ FIXED_NAMES = {
     "module_id": "module_id",
     "reg.c": "reg.c",
     "obj": "o",
+    "tile.fatbin.c": "tile.fatbin.c",
 }
 
 PER_ARCH_NAMES = {
@@ -254,6 +274,8 @@ PER_ARCH_NAMES = {
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
+    "tile_cubin": "tile.cubin",
+    "tilebc": "tilebc",
 }
 
 def file_name(stem, role):
@@ -315,6 +337,30 @@ ACTIONS = {
         reads_source = False,
         host_compiler = False,
     ),
+    # (source, real arch)
+    TILEIRAS: struct(
+        mnemonic = "CudaTileiras",
+        progress = "Compiling the tile code of %s for %s (tileiras)",
+        sdk_files = ["nvcc", "tileiras"],
+        reads_source = False,
+        host_compiler = False,
+    ),
+    # (source, ""): every arch's tile cubins (and bitcode) in the second fatbinary.
+    TILE_FATBINARY: struct(
+        mnemonic = "CudaTileFatbinary",
+        progress = "Packing the tile fatbinary of %s%s",
+        sdk_files = ["nvcc", "fatbinary"],
+        reads_source = False,
+        host_compiler = False,
+    ),
+    # --tile-only: no SIMT fatbinary, so the host compile is an action of its own.
+    HOST_COMPILE: struct(
+        mnemonic = "CudaTileHostCompile",
+        progress = "Compiling the host code of %s%s",
+        sdk_files = ["nvcc", "host_headers"],
+        reads_source = False,
+        host_compiler = True,
+    ),
     # The host compile's input is preprocessed: only crt/host_runtime.h and its
     # includes are read (host_headers, no CCCL).
     FATBINARY + "+" + HOST_COMPILE: struct(
@@ -368,6 +414,21 @@ ACTIONS = {
     ),
 }
 
+def tile_arch_error(groups):
+    """Why nvcc cannot compile tile code for `groups` ("" when it can): its plan for a
+    virtual arch with several real archs (`compute_80:sm_80,sm_86`) has every tileiras
+    run write one file, and its fatbinary then refuses the image (CUDA 13.5.37:
+    `nvFatbin error: fatbinary elf mismatch`)."""
+    for g in groups:
+        if len(g.reals) > 1:
+            return ("tile compilation (--enable-tile, --tile-only) takes one real arch per " +
+                    "virtual arch: nvcc's tileiras runs for '%s' write one file; give each " +
+                    "real arch its own group (%s)") % (
+                g.virtual + ":" + ",".join(codes_of(g)),
+                ";".join(g.reals),
+            )
+    return ""
+
 def _step(kind, arch, inputs, outputs, names, nvcc_flags):
     return struct(
         kind = kind,
@@ -378,7 +439,7 @@ def _step(kind, arch, inputs, outputs, names, nvcc_flags):
         nvcc_flags = nvcc_flags,
     )
 
-def source_steps(groups, per_arch_list = False):
+def source_steps(groups, per_arch_list = False, tile = ""):
     """The steps of nvcc's plan for one source, in an order that respects their
     dependencies.
 
@@ -386,6 +447,10 @@ def source_steps(groups, per_arch_list = False):
       groups: the result of parse_arch_spec.
       per_arch_list: device code sees only its own arch in `__CUDA_ARCH_LIST__`
         (device_arch_list=per_arch).
+      tile: "" , or one of TILE_MODES: nvcc's --enable-tile (cicc also writes tile
+        bitcode, a tileiras step per real arch compiles it, and the tile fatbinary packs
+        those cubins, and the bitcode of a group that embeds PTX) or --tile-only (the
+        same with no PTX, ptxas or SIMT fatbinary).
 
     Returns:
       A list of struct(kind, arch, inputs, outputs, names, nvcc_flags): roles read, roles
@@ -403,6 +468,8 @@ def source_steps(groups, per_arch_list = False):
         _step(CUDAFE, "", ["cpp4.ii"], ["cudafe1.cpp", "module_id"], stubs, all_flags),
     ]
     images = []
+    tile_images = []
+    simt = tile != "only"
     for g in groups:
         v = g.virtual
         if per_arch_list:
@@ -427,10 +494,25 @@ def source_steps(groups, per_arch_list = False):
             CICC,
             v,
             ["cpp1.ii:" + v, "module_id"],
-            ["ptx:" + v, "stub:" + v],
-            ["fatbin.c"],
+            (["ptx:" + v] if simt else []) + (["tilebc:" + v] if tile else []) + ["stub:" + v],
+            ["fatbin.c"] if simt else [],
             ["-gencode=arch=%s,code=%s" % (v, v)],
         ))
+        if tile:
+            for r in g.reals:
+                steps.append(_step(
+                    TILEIRAS,
+                    r,
+                    ["tilebc:" + v],
+                    ["tile_cubin:" + r],
+                    [],
+                    ["-gencode=arch=%s,code=%s" % (v, r)],
+                ))
+                tile_images.append("tile_cubin:" + r)
+            if g.embed_ptx:
+                tile_images.append("tilebc:" + v)
+        if not simt:
+            continue
         for r in g.reals:
             steps.append(_step(
                 PTXAS,
@@ -454,8 +536,14 @@ def source_steps(groups, per_arch_list = False):
                 ["-gencode=arch=%s,code=%s" % (v, v)],
             ))
             images.append("ptxcheck:" + v)
-    steps.append(_step(FATBINARY, "", images, ["fatbin.c"], [], all_flags))
-    host_inputs = ["cudafe1.cpp", "fatbin.c"] + stubs
+    fatbins = []
+    if tile:
+        steps.append(_step(TILE_FATBINARY, "", tile_images, ["tile.fatbin.c"], [], all_flags))
+        fatbins.append("tile.fatbin.c")
+    if simt:
+        steps.append(_step(FATBINARY, "", images, ["fatbin.c"], [], all_flags))
+        fatbins.insert(0, "fatbin.c")
+    host_inputs = ["cudafe1.cpp"] + fatbins + stubs
     steps.append(_step(HOST_COMPILE, "", host_inputs, ["obj"], [], all_flags))
     return steps
 

@@ -19,6 +19,12 @@ alias(name = "ptxas", actual = "bin/ptxas")
 
 alias(name = "fatbinary", actual = "bin/fatbinary")
 
+# nvcc's tile compiler (--enable-tile, --tile-only); empty for an SDK without it.
+filegroup(
+    name = "tileiras",
+    srcs = glob(["bin/tileiras"]),
+)
+
 alias(name = "nvlink", actual = "bin/nvlink")
 
 alias(name = "bin2c", actual = "bin/bin2c")
@@ -154,6 +160,13 @@ cuda_toolkit(
     path = "%{path}",
     ptxas = [":ptxas"],
     real_archs = %{real},
+    # tileiras runs ptxas and loads libnvvm, both found next to itself (`bin/ptxas`;
+    # `nvvm/lib64/libnvvm.so`, else `lib/libnvvm.so.4`).
+    tileiras = [
+        ":tileiras",
+        ":ptxas",
+        ":libnvvm",
+    ] + %{layout_links},
     version = "%{version}",
     virtual_archs = %{virtual},
 )

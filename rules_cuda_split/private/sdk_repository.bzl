@@ -517,7 +517,8 @@ nothing fails with a list of every place looked.
 
 Targets: the tools `:nvcc`, `:nvcc_profile`, `:cudafe`, `:cicc`, `:ptxas`, `:fatbinary`,
 `:nvlink`, `:bin2c`, `:link_stub`; file groups `:headers`, `:host_headers`, `:nvvm`, `:libdevice`,
-`:libnvvm`, `:compiler_files`, `:link_files`; cc_library `:cuda_headers`,
+`:libnvvm`, `:tileiras` (empty without it), `:compiler_files`, `:link_files`;
+cc_library `:cuda_headers`,
 `:cudart_static`, `:cudadevrt`, and when present `:cudart_shared`, `:cublas`, `:nvtx`; the
 `cuda_toolchain` `:toolchain_impl` and `:toolchain` to register.""",
     attrs = {

@@ -22,6 +22,7 @@ def _cuda_toolchain_impl(ctx):
         cudafe = kit.cudafe,
         cicc = kit.cicc,
         ptxas = kit.ptxas,
+        tileiras = kit.tileiras,
         fatbinary = kit.fatbinary,
         nvlink = kit.nvlink,
         link_stub = kit.link_stub,

@@ -24,6 +24,7 @@ def _cuda_toolkit_impl(ctx):
         cudafe = _files(ctx, "cudafe"),
         cicc = _files(ctx, "cicc"),
         ptxas = _files(ctx, "ptxas"),
+        tileiras = _files(ctx, "tileiras"),
         fatbinary = _files(ctx, "fatbinary"),
         nvlink = depset([ctx.file.cudadevrt], transitive = [_files(ctx, "nvlink")]),
         link_stub = _files(ctx, "link_stub"),
@@ -65,6 +66,10 @@ that each action declares only its own tool and headers.""",
         "cudafe": _tool("`bin/cudafe++`."),
         "cicc": _tool("`nvvm/bin/cicc` and libdevice (`nvvm/libdevice/`)."),
         "ptxas": _tool("`bin/ptxas`."),
+        "tileiras": _tool(
+            "`bin/tileiras` (nvcc's --enable-tile and --tile-only; none in SDKs before " +
+            "tile compilation) and what it runs: `bin/ptxas` and libnvvm, found next to it.",
+        ),
         "fatbinary": _tool("`bin/fatbinary`."),
         "nvlink": _tool(
             "`bin/nvlink` and what it loads: libnvvm (`-dlto`, under nvcc's " +

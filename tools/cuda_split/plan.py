@@ -26,6 +26,10 @@ CUDAFE = "cudafe"
 DEVICE_PREPROCESS = "device_preprocess"
 CICC = "cicc"
 PTXAS = "ptxas"
+# CUDA 13.3+ with --enable-tile/--tile-only: cicc also writes tile bitcode, tileiras
+# compiles it per real arch, and a second fatbinary packs those cubins.
+TILEIRAS = "tileiras"
+TILE_FATBINARY = "tile_fatbinary"
 FATBINARY = "fatbinary"
 HOST_COMPILE = "host_compile"
 NVLINK = "nvlink"
@@ -38,13 +42,15 @@ STEP_KINDS = (
     DEVICE_PREPROCESS,
     CICC,
     PTXAS,
+    TILEIRAS,
+    TILE_FATBINARY,
     FATBINARY,
     HOST_COMPILE,
 )
 
-# The kinds run once per arch (a device preprocess and cicc per virtual arch, a ptxas per
-# real arch); the others run once a source.
-PER_ARCH_KINDS = (DEVICE_PREPROCESS, CICC, PTXAS)
+# The kinds run once per arch (a device preprocess and cicc per virtual arch, a ptxas and
+# a tileiras per real arch); the others run once a source.
+PER_ARCH_KINDS = (DEVICE_PREPROCESS, CICC, PTXAS, TILEIRAS)
 
 # A device link's kinds (`--kind`) -> the step of nvcc's `-dlink` plan each runs, and the
 # one the step runner does itself: the registration file of the linked modules.
@@ -65,7 +71,10 @@ MNEMONICS = {
     "CudaDevicePreprocess": (DEVICE_PREPROCESS,),
     "CudaCicc": (CICC,),
     "CudaPtxas": (PTXAS,),
+    "CudaTileiras": (TILEIRAS,),
+    "CudaTileFatbinary": (TILE_FATBINARY,),
     "CudaHostCompile": (FATBINARY, HOST_COMPILE),
+    "CudaTileHostCompile": (HOST_COMPILE,),
     "CudaCompileMono": (MONO,),
     "CudaNvlink": ("nvlink",),
     "CudaRegister": (REGISTER,),
@@ -84,6 +93,7 @@ FIXED_NAMES = {
     "module_id": "module_id",
     "reg.c": "reg.c",
     "obj": "o",
+    "tile.fatbin.c": "tile.fatbin.c",
 }
 PER_ARCH_NAMES = {
     "arch_list": "arch_list.txt",
@@ -95,6 +105,8 @@ PER_ARCH_NAMES = {
     "ptx": "ptx",
     "ptxcheck": "ptxcheck",
     "stub": "cudafe1.stub.c",
+    "tile_cubin": "tile.cubin",
+    "tilebc": "tilebc",
 }
 
 
@@ -259,6 +271,7 @@ def parse_plan(text: str) -> Plan:
         commands.append(argv)
     steps = [_classify(argv) for argv in commands]
     _link_arches(steps)
+    _tile_kinds(steps)
     return Plan(env=env, steps=steps, roles=_assign_roles(steps), dep_file=dep_file)
 
 
@@ -326,7 +339,9 @@ def _classify(argv: list[str]) -> Step:
     if tool == "ptxas":
         return Step(PTXAS, argv, arch=flag_value(argv, "-arch") or "")
     if tool == "fatbinary":
-        return Step(FATBINARY, argv)
+        return Step(FATBINARY, argv)  # TILE_FATBINARY where it packs tile code: _tile_kinds
+    if tool == "tileiras":
+        return Step(TILEIRAS, argv, arch=flag_value(argv, "-arch") or "")
     if tool == "nvlink":
         return Step(NVLINK, argv, arch=flag_value(argv, "--arch") or "")
     if "-E" in argv:
@@ -349,21 +364,44 @@ def _inputs(step: Step) -> list[str]:
     return found
 
 
+def _tile_bitcode(step: Step) -> str | None:
+    """The tile bitcode a cicc step writes (--enable-tile: --tile_bc_file_name;
+    --tile-only: its -o), or None."""
+    if step.kind != CICC:
+        return None
+    if "--tile-only" in step.argv:
+        return flag_value(step.argv, "-o")
+    return flag_value(step.argv, "--tile_bc_file_name")
+
+
+def _tile_kinds(steps: list[Step]) -> None:
+    """The fatbinary that packs tile code (tileiras' cubins, tile bitcode) is the
+    TILE_FATBINARY step: nvcc's plan has it beside the SIMT one (--enable-tile) or alone
+    (--tile-only)."""
+    tile_files = {flag_value(s.argv, "-o") for s in steps if s.kind == TILEIRAS}
+    tile_files |= {_tile_bitcode(s) for s in steps}
+    tile_files.discard(None)
+    for step in steps:
+        if step.kind == FATBINARY and set(_inputs(step)) & tile_files:
+            step.kind = TILE_FATBINARY
+
+
 def _link_arches(steps: list[Step]) -> None:
-    """Give device preprocess steps their virtual arch, and ptxas steps theirs, by
-    following which file each one writes and which cicc or ptxas reads it."""
+    """Give device preprocess steps their virtual arch, and ptxas and tileiras steps
+    theirs, by following which file each one writes and which cicc, ptxas or tileiras
+    reads it."""
     produced_by: dict[str, Step] = {}
     for step in steps:
-        out = flag_value(step.argv, "-o")
-        if out:
-            produced_by[out] = step
+        for out in (flag_value(step.argv, "-o"), _tile_bitcode(step)):
+            if out:
+                produced_by[out] = step
     for step in steps:
         if step.kind == CICC:
             for path in _inputs(step):
                 pre = produced_by.get(path)
                 if pre is not None and pre.kind == DEVICE_PREPROCESS:
                     pre.arch = step.arch
-        elif step.kind == PTXAS:
+        elif step.kind in (PTXAS, TILEIRAS):
             for path in _inputs(step):
                 front = produced_by.get(path)
                 if front is not None and front.kind == CICC:
@@ -387,13 +425,20 @@ def _assign_roles(steps: list[Step]) -> dict[str, str]:
         elif step.kind == DEVICE_PREPROCESS:
             put(out, f"cpp1.ii:{step.arch}")
         elif step.kind == CICC:
-            # With -dlto (code=lto_XX), cicc writes LTO-IR instead of PTX.
+            # With -dlto (code=lto_XX), cicc writes LTO-IR instead of PTX; with
+            # --tile-only, tile bitcode (else --enable-tile names that file apart).
             put(out, f"{'ltoir' if '-lto' in step.argv else 'ptx'}:{step.arch}")
+            put(_tile_bitcode(step), f"tilebc:{step.arch}")
             put(flag_value(step.argv, "--stub_file_name"), f"stub:{step.arch}")
             put(flag_value(step.argv, "--gen_c_file_name"), SCRATCH)
             put(flag_value(step.argv, "--gen_device_file_name"), SCRATCH)
         elif step.kind == PTXAS:
             put(out, f"cubin:{step.arch}")
+        elif step.kind == TILEIRAS:
+            put(out, f"tile_cubin:{step.arch}")
+        elif step.kind == TILE_FATBINARY:
+            put(flag_value(step.argv, "--embedded-fatbin"), "tile.fatbin.c")
+            put(flag_value(step.argv, "--create"), "fatbin")
         elif step.kind == FATBINARY:
             put(flag_value(step.argv, "--embedded-fatbin"), "fatbin.c")
             put(flag_value(step.argv, "--create"), "fatbin")

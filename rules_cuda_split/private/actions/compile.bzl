@@ -6,6 +6,7 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
+load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mode")
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
@@ -18,6 +19,7 @@ load(
     "source_stem",
     "source_steps",
     "step_roles",
+    "tile_arch_error",
 )
 load("//rules_cuda_split/private:runner.bzl", "step_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
@@ -114,7 +116,10 @@ def emit_compile_split(
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
-    steps = source_steps(groups, per_arch_list)
+
+    # An option this SDK's nvcc lacks (--enable-tile with 13.0) fails here, at analysis.
+    _check_flags(ctx, groups, nvcc_flags, toolchain)
+    steps = source_steps(groups, per_arch_list, tile_mode(nvcc_flags))
     out_dir = _source_dir(ctx, src)
     stem = _stem(src)
     files = {}
@@ -153,8 +158,9 @@ def emit_compile_split(
         obj = files["obj"],
         files = files,
         ptx = [files[r] for r in files if r.startswith("ptx:")],
-        cubins = [files[r] for r in files if r.startswith("cubin:")],
-        fatbins = [files["fatbin.c"]],
+        # With --enable-tile, tileiras' cubins and the tile fatbinary too.
+        cubins = [files[r] for r in files if r.split(":")[0] in ("cubin", "tile_cubin")],
+        fatbins = [files[r] for r in ("fatbin.c", "tile.fatbin.c") if r in files],
     )
 
 def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
@@ -168,6 +174,7 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_mono needs src, groups, toolchain and cc_toolchain")
+    _check_flags(ctx, groups, nvcc_flags, toolchain)
     out_dir = _source_dir(ctx, src)
     obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
     module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
@@ -189,7 +196,7 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         args = args,
         inputs = depset(
             [src],
-            transitive = sdk_inputs(toolchain, action.sdk_files) +
+            transitive = sdk_inputs(toolchain, action.sdk_files + _tile_tools(nvcc_flags)) +
                          [cc_toolchain.all_files, headers],
         ),
         outputs = [obj, module_id, keep] + groups_dirs.values(),
@@ -206,6 +213,21 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         cubins = [groups_dirs["cubin"]],
         fatbins = [groups_dirs["fatbin"]],
     )
+
+def _check_flags(ctx, groups, nvcc_flags, toolchain):
+    # At analysis: an option this SDK's nvcc lacks (--enable-tile with 13.0), and tile
+    # code for archs nvcc's tile plan cannot build.
+    err = options_not_in_version(nvcc_flags, toolchain.version, "the nvcc flags of %s" % ctx.label)
+    if not err and tile_mode(nvcc_flags):
+        err = tile_arch_error(groups)
+        err = "%s: %s" % (ctx.label, err) if err else ""
+    if err:
+        fail(err)
+
+def _tile_tools(nvcc_flags):
+    # A mono compile with --enable-tile/--tile-only also runs tileiras (the split: its
+    # own action, plan.bzl's TILEIRAS).
+    return ["tileiras"] if tile_mode(nvcc_flags) else []
 
 def _progress(ctx, message):
     # The target's label after the message: a source compiled by two targets (a library
