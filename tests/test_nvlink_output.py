@@ -53,9 +53,12 @@ def test_the_nvlink_step_prints_no_info_line_unless_verbose(
     step = planlib.Step(planlib.NVLINK, [str(tool), "--arch=sm_90", "-o", keep_out], "sm_90")
     plan = planlib.Plan(env=[], steps=[step], roles={keep_out: "linked:sm_90"})
     args = argparse.Namespace(
-        src="dlink", nvcc=os.path.join(tmp_path, "nvcc"), orig_src_path_name="",
-        keep_cwd_in_debug_paths=False, verbose=verbose,
-    )  # fmt: skip
+        src="dlink",
+        nvcc=os.path.join(tmp_path, "nvcc"),
+        orig_src_path_name="",
+        keep_cwd_in_debug_paths=False,
+        verbose=verbose,
+    )
     assert execute(plan, step, {"linked:sm_90": str(out)}, args) == 0
     assert out.read_text() == "linked\n"
     err = capfd.readouterr().err
