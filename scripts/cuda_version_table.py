@@ -18,7 +18,8 @@ written by hand:
   so no CUDA 12 release can be assembled from PyPI and the script refuses one.
 
 It also writes scripts/cuda-wheels.txt, the wheels scripts/setup.sh downloads: the pins of
-DEFAULT_VERSION's default set and SETUP_COMPONENTS, and the TEST_TOOLS. DEFAULT_VERSION is
+DEFAULT_VERSION's default set and SETUP_COMPONENTS, and the TEST_TOOLS; and the same list
+of every other version, scripts/cuda-wheels-<version>.txt, for building offline. DEFAULT_VERSION is
 the one place that names the default version: the table carries it to the Starlark rules,
 and this module is its Python mirror (`default_version()`, `sdk_root()`,
 `checkout_sdk()` read the checked-in table; `--sdk-root` prints it for shell scripts).
@@ -407,6 +408,14 @@ def setup_wheels(table: dict, version: str = DEFAULT_VERSION) -> str:
         "# installs them from there into .sdk/ for the tests that run nvcc outside Bazel; together",
         f"# they form the SDK at .sdk/{version_sdk_root(version, table)}/{{bin,nvvm,include,lib}}.",
     ]
+    if version != DEFAULT_VERSION:
+        lines = [
+            f"# Pinned CUDA {version} components as PyPI wheels (generated with the version table",
+            "# by scripts/cuda_version_table.py), for building with this version offline:",
+            f"# `pip download --no-deps -r scripts/{wheels_txt(version).name} -d DIR`, then",
+            "# Bazel's --distdir=DIR (docs/sdk.md, Offline). It holds the default set and cuBLAS;",
+            "# other opt-in components' pins are in rules_cuda_split/private/cuda_versions.bzl.",
+        ]
     wanted = [c for c in [*DEFAULT_COMPONENTS, *SETUP_COMPONENTS] if c in components]
     for name in _with_requires(components, wanted):
         lines.append(f"{components[name]['package']}=={components[name]['version']}")
@@ -425,6 +434,19 @@ def setup_wheels(table: dict, version: str = DEFAULT_VERSION) -> str:
             lines.append("# It is not part of the compile toolchain.")
         lines.append(f"{pin['package']}=={pin['version']}")
     return "\n".join(lines) + "\n"
+
+
+def wheels_txt(version: str) -> pathlib.Path:
+    """A version's wheel list: scripts/cuda-wheels.txt for the default version (what
+    scripts/setup.sh downloads), scripts/cuda-wheels-<version>.txt for the others."""
+    if version == DEFAULT_VERSION:
+        return WHEELS_TXT
+    return WHEELS_TXT.with_name(f"cuda-wheels-{version}.txt")
+
+
+def wheel_lists(table: dict) -> dict[pathlib.Path, str]:
+    """Every version's wheel list (wheels_txt) and its text (setup_wheels)."""
+    return {wheels_txt(version): setup_wheels(table, version) for version in table}
 
 
 def main(argv: list[str]) -> int:
@@ -459,7 +481,8 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         parser.error(str(e))
     table = build_table()
-    outputs = {args.out: render(table), args.wheels_out: setup_wheels(table)}
+    outputs = {args.out: render(table), **wheel_lists(table)}
+    outputs[args.wheels_out] = outputs.pop(WHEELS_TXT)
     if args.check:
         stale = [path for path, text in outputs.items() if path.read_text() != text]
         for path in stale:

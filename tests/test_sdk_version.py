@@ -24,7 +24,10 @@ TABLE = cvt.checked_in_table()
 
 # Where a version's directory name (`cu<major>`) may be written: what the script
 # generates, the documentation (its examples), and benchmark results (what was measured).
-GENERATED = {"rules_cuda_split/private/cuda_versions.bzl", "scripts/cuda-wheels.txt"}
+GENERATED = {
+    "rules_cuda_split/private/cuda_versions.bzl",
+    *(str(cvt.wheels_txt(v).relative_to(REPO)) for v in cvt.checked_in_table()),
+}
 NOT_CODE = ("benchmarks/results/",)
 # `cu<digits>` as a word of its own (in `nvidia/cu<major>/bin`), not the `-cu12` of a PyPI
 # package's name (nvidia-cuda-nvcc-cu12) or part of a longer identifier.
@@ -37,6 +40,22 @@ def test_cuda_wheels_txt_is_what_the_script_generates() -> None:
         "scripts/cuda-wheels.txt is stale: run `python3 scripts/cuda_version_table.py` "
         "(or `--wheels > scripts/cuda-wheels.txt` for the checked-in table)"
     )
+
+
+@pytest.mark.parametrize("version", sorted(TABLE))
+def test_each_versions_wheel_list_is_what_the_script_generates(version: str) -> None:
+    """Every version of the table has its checked-in wheel list (offline users of a
+    version that is not the default read theirs), the one `--wheels VERSION` prints and
+    the script writes with the table; no list is left of a version the table lacks."""
+    path = cvt.wheels_txt(version)
+    assert path.is_file() and path.read_text() == cvt.setup_wheels(TABLE, version), (
+        f"{path.relative_to(REPO)} is stale or missing: run "
+        f"`python3 scripts/cuda_version_table.py` (or `--wheels {version} > "
+        f"{path.relative_to(REPO)}` for the checked-in table)"
+    )
+    assert set(cvt.wheel_lists(TABLE)) == {cvt.wheels_txt(v) for v in TABLE}
+    listed = {p.name for p in (REPO / "scripts").glob("cuda-wheels*.txt")}
+    assert listed == {p.name for p in cvt.wheel_lists(TABLE)}
 
 
 def test_the_table_carries_the_default_version() -> None:
@@ -71,7 +90,10 @@ def test_each_version_has_a_setup_list(version: str) -> None:
         assert cuobjdump == own["version"]
     else:  # 13.0: NVIDIA publishes no cuobjdump wheel of it
         assert cuobjdump.split(".")[:2] > version.split(".")[:2]
-    assert f".sdk/{cvt.version_sdk_root(version, TABLE)}/" in out.getvalue()
+    if version == cvt.DEFAULT_VERSION:  # scripts/setup.sh's: where it installs them
+        assert f".sdk/{cvt.version_sdk_root(version, TABLE)}/" in out.getvalue()
+    else:  # an offline user's: how to fetch them
+        assert f"pip download --no-deps -r scripts/cuda-wheels-{version}.txt" in out.getvalue()
 
 
 def test_sdk_root_is_the_wheels_strip_prefix() -> None:
