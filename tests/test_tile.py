@@ -203,3 +203,38 @@ def test_tile_code_for_a_virtual_arch_with_several_real_archs_is_refused() -> No
         "arch its own group (sm_80;sm_86)",
         "",
     ]
+
+
+@pytest.mark.parametrize("flag", TILE_FLAGS.values())
+def test_nvcc_split_embeds_nvccs_fatbins(
+    sdk: pathlib.Path, tmp_path: pathlib.Path, flag: str
+) -> None:
+    """The driver (nvcc-split) runs the tile plan as a DAG, cicc's bitcode before
+    tileiras: its object embeds nvcc's `.nv_fatbin` (tile and SIMT images) byte for byte
+    (the objects differ in nvcc's tmpxft file names, as two nvcc runs do)."""
+    from cuda_split.command import StepCommand
+
+    # The DAG's edges are the steps' outputs: cicc's include the tile bitcode.
+    plan = _dryrun(sdk, [flag, "-arch=sm_90"])
+    cicc = plan.find(planlib.CICC, "compute_90")
+    files = {role: str(tmp_path / role.replace(":", "_")) for role in set(plan.roles.values())}
+    cmd = StepCommand(plan, cicc, files, str(sdk / "bin" / "nvcc"), SRC, str(tmp_path))
+    assert files["tilebc:compute_90"] in cmd.outputs
+
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    code = "import sys; from cuda_split.driver import main; sys.exit(main())"
+    args = ["-c", SRC, flag, "-arch=sm_90"]
+    split, plain = tmp_path / "split.o", tmp_path / "nvcc.o"
+    nvcc = str(sdk / "bin" / "nvcc")
+    driver = [sys.executable, "-c", code, "--no-cache", "-j", "4", nvcc]
+    subprocess.run([*driver, *args, "-o", split], cwd=REPO, env=env, check=True)
+    subprocess.run([nvcc, *args, "-o", plain], cwd=REPO, check=True)
+
+    def fatbin(obj: pathlib.Path) -> bytes:
+        out = tmp_path / (obj.name + ".nv_fatbin")
+        subprocess.run(
+            ["objcopy", "-O", "binary", "--only-section=.nv_fatbin", obj, out], check=True
+        )
+        return out.read_bytes()
+
+    assert fatbin(split) == fatbin(plain) != b""

@@ -80,6 +80,7 @@ class StepCommand:
             "--stub_file_name",
             "--embedded-fatbin",
             "--create",
+            "--tile_bc_file_name",  # cicc's tile bitcode (--enable-tile)
         ):
             if planlib.flag_value(argv, flag) == plan_path:
                 # cicc and fatbinary read the module id; cudafe++ writes it.
