@@ -205,14 +205,13 @@ def test_tile_code_for_a_virtual_arch_with_several_real_archs_is_refused() -> No
     ]
 
 
-@pytest.mark.parametrize("flag", TILE_FLAGS.values())
-def test_nvcc_split_embeds_nvccs_fatbins(
-    sdk: pathlib.Path, tmp_path: pathlib.Path, flag: str
-) -> None:
+def test_nvcc_split_embeds_nvccs_fatbins(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """The driver (nvcc-split) runs the tile plan as a DAG, cicc's bitcode before
     tileiras: its object embeds nvcc's `.nv_fatbin` (tile and SIMT images) byte for byte
     (the objects differ in nvcc's tmpxft file names, as two nvcc runs do)."""
     from cuda_split.command import StepCommand
+
+    flag = TILE_FLAGS["enable"]  # (--tile-only's bitcode is cicc's -o: an output anyway)
 
     # The DAG's edges are the steps' outputs: cicc's include the tile bitcode.
     plan = _dryrun(sdk, [flag, "-arch=sm_90"])
