@@ -236,9 +236,10 @@ def test_layout_lists_every_top_level_folder_doc_and_example() -> None:
     ]
     docs = [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")]
     examples = [p.name for p in (REPO / "examples").iterdir() if p.is_dir()]
-    assert [f for f in folders if f"{f}/" not in listed] == []
-    assert [d for d in docs if d not in listed] == []
-    assert [e for e in examples if f"{e}/" not in listed] == []
+    unlisted = [f"{f}/" for f in folders if f"{f}/" not in listed]
+    unlisted += [d for d in docs if d not in listed]
+    unlisted += [f"examples/{e}/" for e in examples if f"{e}/" not in listed]
+    assert unlisted == [], "add these to README's Layout table"
 
 
 # The bzlmod snippet.
