@@ -22,7 +22,9 @@ both objects. The differences that cannot be removed are asserted exactly:
   preprocessed text and `_0`. Every case of the matrix has the seed the rules give
   (plan.bzl's random_seed_flags), on both sides: the ids are nvcc's, byte for byte.
 
-docs/fidelity.md explains the matrix and the measured results.
+The matrix runs for the default CUDA version and, as a seeded sample, for the version
+table's newest (CUDA_SPLIT_FIDELITY_VERSIONS=all: every case for every version;
+tests/sdk_versions.py). docs/fidelity.md explains the matrix and the measured results.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import re
 import pytest
 
 import plan_bzl
+import sdk_versions
 from cuda_split import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
@@ -144,6 +147,24 @@ def matrix() -> list[object]:
     return params
 
 
+# A version other than the default (the table's newest) runs this many cases of the
+# matrix by default, drawn with sdk_versions.SAMPLE_SEED from the cases without Thrust or
+# CUB (each of those is 10-40 s); CUDA_SPLIT_FIDELITY_VERSIONS=all runs every case for
+# every version (docs/fidelity.md).
+VERSION_SAMPLE = 8
+
+
+def versioned_matrix() -> list[object]:
+    """matrix() for every version sdk_versions selects: (version, src, flag set)."""
+    cases = [(p.id, tuple(p.values)) for p in matrix()]
+    return [
+        pytest.param(version, src, fs, id=sdk_versions.case_id(version, case))
+        for version, case, (src, fs) in sdk_versions.cases(
+            cases, VERSION_SAMPLE, lambda c: not is_heavy(c[0])
+        )
+    ]
+
+
 def expected_roles(spec: str) -> set[str]:
     roles = {"module_id"}
     for g in plan_bzl.parse_arch_spec(spec):
@@ -184,13 +205,19 @@ def assert_same(role: str, ours: bytes, theirs: bytes) -> None:
 _PLAIN_PAIRS: dict[str, tuple[str, harness.Pair]] = {}
 
 
-@pytest.mark.parametrize(("src", "fs"), matrix())
+@pytest.mark.parametrize(("version", "src", "fs"), versioned_matrix())
 def test_split_matches_nvcc(
-    sdk: pathlib.Path, cuobjdump: pathlib.Path, tmp_path: pathlib.Path, src: str, fs: FlagSet
+    sdk: pathlib.Path,
+    cuobjdump: pathlib.Path,
+    tmp_path: pathlib.Path,
+    version: str,
+    src: str,
+    fs: FlagSet,
 ) -> None:
+    sdk, cuobjdump = sdk_versions.tools(version, sdk, cuobjdump)
     flags = [*fs.flags, *source_flags(src)]
     pair = harness.compile_both(sdk, src, fs.spec, flags, tmp_path, nvcc_names="-G" in fs.flags)
-    if not fs.flags:
+    if not fs.flags and sdk_versions.is_default(version):
         _PLAIN_PAIRS.setdefault(src, (fs.spec, pair))
     assert set(pair.compared_roles()) == expected_roles(fs.spec)
     if not any(g.reals for g in plan_bzl.parse_arch_spec(fs.spec)):

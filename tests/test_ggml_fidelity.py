@@ -12,6 +12,7 @@ import pathlib
 import pytest
 
 import corpus
+import sdk_versions
 from fidelity import ggml as ggml_check
 
 
@@ -28,12 +29,28 @@ def test_sources_are_cmakes() -> None:
     assert len(set(ggml_check.TWENTY)) == 20
 
 
-@pytest.mark.parametrize("src", ggml_check.LIGHT, ids=lambda s: pathlib.Path(s).stem)
+# A version other than the default (the table's newest) runs this many of the light files
+# by default, drawn with sdk_versions.SAMPLE_SEED; CUDA_SPLIT_FIDELITY_VERSIONS=all runs
+# every one for every version (docs/fidelity.md).
+VERSION_SAMPLE = 1
+
+
+@pytest.mark.parametrize(
+    ("version", "src"),
+    [
+        pytest.param(version, src, id=sdk_versions.case_id(version, case))
+        for version, case, src in sdk_versions.cases(
+            [(pathlib.Path(s).stem, s) for s in ggml_check.LIGHT], VERSION_SAMPLE
+        )
+    ],
+)
 def test_ggml_split_matches_nvcc(
     sdk: pathlib.Path,
     cuobjdump: pathlib.Path,
     ggml: pathlib.Path,
     tmp_path: pathlib.Path,
+    version: str,
     src: str,
 ) -> None:
+    sdk, cuobjdump = sdk_versions.tools(version, sdk, cuobjdump)
     ggml_check.check_file(sdk, cuobjdump, ggml, src, tmp_path)
