@@ -81,6 +81,13 @@ def test_a_full_disk_compiles_uncached_with_one_warning(sdk, tmp_path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def _as_a_foreground_job() -> None:
+    """SIGINT as a terminal's foreground job has it (the default action), whatever this
+    test runs under: a job that a non-interactive shell started with `&` (a CI runner's
+    may) inherits SIGINT ignored, and so would the driver, which rightly keeps it so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
     out = tmp_path / "x.o"
     trace = tmp_path / "trace.jsonl"
@@ -88,7 +95,13 @@ def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
     argv += ["--no-cache", "-j", "1", "--trace", str(trace), "--", *ARGS, "-o", str(out)]
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     proc = subprocess.Popen(
-        argv, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_a_foreground_job,
     )
     # Interrupt once the first step has ended (the others are still to run), as a
     # terminal's Ctrl-C does: SIGINT to the whole process group.
@@ -306,7 +319,13 @@ def test_ctrl_c_during_cicc_leaves_no_temporary_files(sdk, tmp_path) -> None:
     argv += [*ARGS, "-o", str(tmp_path / "x.o")]
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"), TMPDIR=str(tmp))
     proc = subprocess.Popen(
-        argv, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_a_foreground_job,
     )
     deadline = time.monotonic() + 120
     while not list(tmp.rglob("*lgenfe*")) and time.monotonic() < deadline:
