@@ -27,7 +27,8 @@ else
 fi
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
-workers=(-n "${TEST_WORKERS:-auto}" --dist loadfile)
+# Whole modules per worker, longest first (tests/module_seconds.json; tests/conftest.py).
+workers=(-n "${TEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder)
 if ((quick)); then
     CUDA_SPLIT_QUICK_TIER=1 exec .venv/bin/python -m pytest -ra "${workers[@]}" -m unit \
         --durations=10 "$@"

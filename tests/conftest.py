@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -28,7 +29,30 @@ BACKEND_FIXTURES = {"backend"}
 QUICK_TIER = "CUDA_SPLIT_QUICK_TIER"
 
 
+# Seconds per module of a full run (scripts/module_seconds.py writes it): whole modules go
+# to pytest-xdist's workers longest first (scripts/test.sh: `--dist loadfile
+# --no-loadscope-reorder`), so no long module starts last and runs alone.
+MODULE_SECONDS = REPO / "tests" / "module_seconds.json"
+
+
+def longest_modules_first(items: list[pytest.Item], seconds: dict[str, float]) -> None:
+    """Sorts `items` (in place, stably) by their module's seconds in `seconds`, longest
+    first; modules it does not name keep their order after those it names."""
+
+    def key(item: pytest.Item) -> float:
+        path = pathlib.Path(str(item.path)).resolve()
+        try:
+            rel = path.relative_to(REPO).as_posix()
+        except ValueError:
+            return 0.0
+        return -seconds.get(rel, 0.0)
+
+    items.sort(key=key)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if MODULE_SECONDS.is_file():
+        longest_modules_first(items, json.loads(MODULE_SECONDS.read_text()))
     for item in items:
         needs = {m.name for m in item.iter_markers() if m.name in NEEDS}
         fixtures = set(getattr(item, "fixturenames", ()))
