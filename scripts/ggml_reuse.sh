@@ -120,6 +120,29 @@ for r in rows:
 cells = ", ".join(f"{m} {hit[m]}/{all_[m]}" for m in sorted(all_))
 print(f"RESULT {sys.argv[2]}: wall {sys.argv[3]} s; hits/actions: {cells}")
 EOF
+    # Which outputs came out the same in A and B (path under bin/ and digest), by kind: a
+    # miss whose outputs are all the same is a miss that could have hit.
+    $py - "$work/$1.json" "$work/$2.json" <<'EOF'
+import json, sys
+from collections import Counter
+def outputs(path):
+    text, dec, i, out = open(path).read(), json.JSONDecoder(), 0, {}
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i == len(text):
+            return out
+        spawn, i = dec.raw_decode(text, i)
+        for f in spawn.get("actualOutputs", []):
+            out[f["path"].split("/bin/", 1)[-1]] = f.get("digest", {}).get("hash")
+kind = lambda p: ".cpp1.ii" if p.endswith(".cpp1.ii") else "." + p.rsplit(".", 1)[-1]
+a, b = outputs(sys.argv[1]), outputs(sys.argv[2])
+both = [p for p in b if p in a]
+same = Counter(kind(p) for p in both if a[p] == b[p])
+diff = Counter(kind(p) for p in both if a[p] != b[p])
+fmt = lambda c: ", ".join(f"{k} {n}" for k, n in sorted(c.items())) or "none"
+print(f"  outputs of both builds: the same {fmt(same)}; different {fmt(diff)}")
+EOF
 }
 
 # fresh CACHE: an empty disk cache, unless GGML_REUSE_KEEP_CACHE=1 (to go on after an
