@@ -10,8 +10,8 @@ cubins, which the object embeds beside the SIMT fatbinary.
   cubins, PTX, cubins, object.
 
 The SDK is 13.5's compiler wheels (nvcc, nvvm, crt, cudart, cccl) and tileiras, from the
-version table, installed once into `.cache/cuda-sdk/13.5` from `.cache/cuda-wheels`
-(`pip download`ed there first where missing). No GPU.
+version table's default components, unpacked once into `.cache/sdk-versions/13.5` by
+tests/sdk_versions.py (shared with 13.5's fidelity tests). No GPU.
 """
 
 from __future__ import annotations
@@ -24,40 +24,26 @@ import sys
 import pytest
 
 import plan_bzl
+import sdk_versions
 from conftest import refuse_in_quick_tier
 from cuda_split import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
 
 VERSION = "13.5"
-# The wheels a tile compile runs: the compiler set and tileiras (crt/cudart/cccl: headers).
-WHEELS = ["nvcc", "nvvm", "crt", "cudart", "cccl", "tileiras"]
-WHEEL_CACHE = pathlib.Path(
-    os.environ.get("CUDA_SPLIT_WHEEL_CACHE", REPO / ".cache" / "cuda-wheels")
-)
 SRC = "tests/tile/tile_kernel.cu"
 SEED = ["-frandom-seed=tests/tile:tile_kernel:tile_kernel.cu"]
 
 
 @pytest.fixture(scope="module")
 def sdk() -> pathlib.Path:
-    """CUDA 13.5 with tileiras, installed from its pinned wheels once."""
+    """CUDA 13.5's compiler set, tileiras among its default components, unpacked once
+    (tests/sdk_versions.py: the SDK the fidelity tests of 13.5 use too)."""
     refuse_in_quick_tier("the CUDA 13.5 wheels", "nvcc")
-    sys.path.insert(0, str(REPO / "scripts"))
-    import cuda_version_table as cvt
-
-    components = cvt.checked_in_table()[VERSION]["components"]
-    root = REPO / ".cache" / "cuda-sdk" / VERSION
-    sdk = root / cvt.version_sdk_root(VERSION)
-    if (sdk / "bin" / "tileiras").is_file() and (root / ".complete").is_file():
-        return sdk
-    pins = [f"{components[c]['package']}=={components[c]['version']}" for c in WHEELS]
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "download", "--no-deps", "-d", WHEEL_CACHE, *pins], check=True)
-    install = ["install", "--no-deps", "--no-index", "--find-links", WHEEL_CACHE]
-    subprocess.run([*pip, *install, "--target", root, "--upgrade", *pins], check=True)
-    (root / ".complete").write_text("\n".join(pins) + "\n")
-    return sdk
+    root = sdk_versions.sdk(VERSION)
+    if not (root / "bin" / "tileiras").is_file():
+        pytest.fail(f"no tileiras in CUDA {VERSION}'s default components ({root})")
+    return root
 
 
 def _dryrun(sdk: pathlib.Path, flags: list[str]) -> planlib.Plan:
