@@ -544,10 +544,15 @@ def _cuda_spawns(log: pathlib.Path) -> list[str]:
 
 
 @pytest.mark.bazel
-def test_versions_coexist_in_one_output_base(ws: Workspace, tmp_path: pathlib.Path) -> None:
-    """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache: each
-    version's outputs have an output directory of their own (the CUDA rules' transition,
-    settings.bzl), so the third build reruns no CUDA action."""
+def test_versions_switched_in_one_output_base_rerun_their_cuda_actions(
+    ws: Workspace, tmp_path: pathlib.Path
+) -> None:
+    """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache: on
+    Bazel 4.2.3 both versions write the same bazel-out/k8-fastbuild paths, so the third
+    build reruns every CUDA action of the first (docs/sdk.md, "Versions side by side":
+    a transition that gave each version a directory of its own made a cc_library reached
+    both from the top level and through a cuda_library two conflicting actions, as
+    tests/test_ggml_bazel.py's ggml-base showed; a disk or remote cache keeps both)."""
     target = "//examples/saxpy:saxpy"
     ran = []
     for i, version in enumerate(("13.0", "13.5", "13.0")):
@@ -562,7 +567,7 @@ def test_versions_coexist_in_one_output_base(ws: Workspace, tmp_path: pathlib.Pa
         )
         ran.append(_cuda_spawns(log))
     print("CUDA actions run by the builds 13.0, 13.5, 13.0:", [len(r) for r in ran])
-    assert ran[2] == [], ran[2]
+    assert ran[1] and len(ran[2]) == len(ran[0]), [len(r) for r in ran]
 
     def cubin(version: str) -> pathlib.Path:
         (path,) = [
@@ -573,15 +578,9 @@ def test_versions_coexist_in_one_output_base(ws: Workspace, tmp_path: pathlib.Pa
         ]
         return path
 
-    # The default version keeps the configuration's own directory (and aquery's paths);
-    # another version gets `-ST-<hash>`, one of its own.
-    default, other = cubin("13.0"), cubin("13.5")
-    assert cubin("") == default
-    assert default.parts[:2] == ("bazel-out", "k8-fastbuild"), default
-    assert other.parts[1].startswith("k8-fastbuild-ST-"), other
-    assert default.parts[2:] == other.parts[2:]
-    # Both are on disk after the third build, and they differ.
-    assert (ws.root / default).read_bytes() != (ws.root / other).read_bytes()
+    # One path for every version: the configuration's own directory.
+    assert cubin("13.0") == cubin("13.5") == cubin("")
+    assert cubin("13.0").parts[:2] == ("bazel-out", "k8-fastbuild")
 
 
 @pytest.mark.bazel

@@ -22,8 +22,6 @@ load(
     "CudaCoptsSettingInfo",
     "CudaDeviceArchListInfo",
     "PER_ARCH_CCCL_DEFINES",
-    "TRANSITION_ALLOWLIST_ATTRS",
-    "cuda_version_transition",
 )
 
 # Sources compiled as CUDA: `.cu`, and C++ files, which nvcc compiles as CUDA with `-x cu`.
@@ -379,9 +377,7 @@ cuda_library = rule(
             providers = [CudaDeviceArchListInfo],
             doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
         ),
-    }, **dict(STEP_RULE_ATTRS, **TRANSITION_ALLOWLIST_ATTRS)),
-    # Each CUDA version's outputs in a directory of its own (settings.bzl).
-    cfg = cuda_version_transition,
+    }, **STEP_RULE_ATTRS),
     fragments = ["cpp"],
     toolchains = STEP_RULE_TOOLCHAINS,
 )

@@ -15,7 +15,6 @@ load(
     "resolve_archs",
 )
 load(":rdc.bzl", "device_link_guard", "merge_rdc_infos")
-load(":settings.bzl", "TRANSITION_ALLOWLIST_ATTRS", "cuda_version_transition")
 
 _CollectedRdcInfo = provider(
     doc = "The aspect's result: the relocatable device code of a target and its deps.",
@@ -119,9 +118,7 @@ cuda_device_link = rule(
             doc = "Archs to link for, overriding --@rules_cuda_split//cuda:archs; every " +
                   "relocatable library must have code for each.",
         ),
-    }, **dict(STEP_RULE_ATTRS, **TRANSITION_ALLOWLIST_ATTRS)),
-    # Each CUDA version's outputs in a directory of its own (settings.bzl).
-    cfg = cuda_version_transition,
+    }, **STEP_RULE_ATTRS),
     fragments = ["cpp"],
     toolchains = STEP_RULE_TOOLCHAINS,
 )

@@ -1,8 +1,5 @@
 """Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode`,
-`:device_arch_list` and `:version`; `:version_output_dir` and the transition that sets it
-(each CUDA version's outputs in an output directory of its own)."""
-
-load(":cuda_versions.bzl", "DEFAULT_VERSION")
+`:device_arch_list` and `:version`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -115,54 +112,3 @@ version_flag = rule(
           "(`--@rules_cuda_split//cuda:version=13.2`); empty (default): the hub's default " +
           "version. The hub's toolchains and SDK aliases select on it.",
 )
-
-CudaVersionOutputDirInfo = provider(
-    doc = "The value of the internal `version_output_dir` setting.",
-    fields = {"version": "string: the version whose outputs get their own directory, or `\"\"`."},
-)
-
-def _version_output_dir_impl(ctx):
-    return [CudaVersionOutputDirInfo(version = ctx.build_setting_value)]
-
-version_output_dir = rule(
-    implementation = _version_output_dir_impl,
-    build_setting = config.string(flag = False),
-    doc = "Internal, not a flag: set only by `cuda_version_transition` from `:version`. " +
-          "A value other than its default makes Bazel put the outputs of the targets " +
-          "under the transition in an output directory of their own " +
-          "(`bazel-out/k8-fastbuild-ST-<hash>`), one per CUDA version.",
-)
-
-# Labels as the transition must name them: `//cuda:version` inside this repository,
-# `@rules_cuda_split//cuda:version` (Bazel 7+: its canonical name) from a user's workspace.
-_VERSION = str(Label("//cuda:version"))
-_VERSION_OUTPUT_DIR = str(Label("//cuda:version_output_dir"))
-
-def _cuda_version_transition_impl(settings, _attr):
-    version = settings[_VERSION]
-
-    # The unset flag and the version table's default build in the configuration's own
-    # directory (bazel-out/k8-fastbuild): a default build keeps its paths, and `""` and
-    # `13.0` (what the hub builds unset) share outputs and cache entries.
-    return {_VERSION_OUTPUT_DIR: "" if version in ("", DEFAULT_VERSION) else version}
-
-# On the rules that emit CUDA actions (cuda_library, cuda_device_link): the flag
-# `--@rules_cuda_split//cuda:version` alone changes no output path, so without this
-# every version would write the same bazel-out/k8-fastbuild files and a switch of
-# version would rerun (and overwrite) every CUDA action. A Starlark transition that
-# changes a setting adds `-ST-<hash of the changed settings>` to the output directory,
-# on Bazel 4.2.3 and (as the diff against the top-level configuration) on 7 and later.
-cuda_version_transition = transition(
-    implementation = _cuda_version_transition_impl,
-    inputs = [_VERSION],
-    outputs = [_VERSION_OUTPUT_DIR],
-)
-
-# The attribute Bazel requires of a rule with a Starlark transition (the allowlist
-# that admits every package).
-TRANSITION_ALLOWLIST_ATTRS = {
-    "_allowlist_function_transition": attr.label(
-        default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
-        doc = "Bazel's allowlist of rules with Starlark transitions.",
-    ),
-}
