@@ -88,13 +88,9 @@ def _as_a_foreground_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
-    out = tmp_path / "x.o"
-    trace = tmp_path / "trace.jsonl"
-    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
-    argv += ["--no-cache", "-j", "1", "--trace", str(trace), "--", *ARGS, "-o", str(out)]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
-    proc = subprocess.Popen(
+def _start_interruptible(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """The driver in a process group of its own, for a Ctrl-C to reach it and its tools."""
+    return subprocess.Popen(
         argv,
         cwd=REPO,
         env=env,
@@ -103,6 +99,15 @@ def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
         start_new_session=True,
         preexec_fn=_as_a_foreground_job,
     )
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_object(sdk, tmp_path) -> None:
+    out = tmp_path / "x.o"
+    trace = tmp_path / "trace.jsonl"
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--no-cache", "-j", "1", "--trace", str(trace), "--", *ARGS, "-o", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    proc = _start_interruptible(argv, env)
     # Interrupt once the first step has ended (the others are still to run), as a
     # terminal's Ctrl-C does: SIGINT to the whole process group.
     deadline = time.monotonic() + 120
@@ -318,15 +323,7 @@ def test_ctrl_c_during_cicc_leaves_no_temporary_files(sdk, tmp_path) -> None:
     argv += ["--no-cache", "--slot-pool", str(tmp_path / "pool"), "--"]
     argv += [*ARGS, "-o", str(tmp_path / "x.o")]
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"), TMPDIR=str(tmp))
-    proc = subprocess.Popen(
-        argv,
-        cwd=REPO,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_as_a_foreground_job,
-    )
+    proc = _start_interruptible(argv, env)
     deadline = time.monotonic() + 120
     while not list(tmp.rglob("*lgenfe*")) and time.monotonic() < deadline:
         time.sleep(0.005)
