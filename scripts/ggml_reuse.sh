@@ -20,7 +20,7 @@
 # examples/ggml/ggml.BUILD in WORK/src (the sdist's ggml/ tree, used through
 # --override_repository=ggml=..., so the edit touches a plain directory, not Bazel's).
 #
-#   bash scripts/ggml_reuse.sh            # WORK=.cache/ggml-reuse, output base /work/ob-reuse
+#   bash scripts/ggml_reuse.sh            # WORK=.cache/ggml-reuse, output base WORK/output-base
 #   GGML_REUSE_MODES=split GGML_REUSE_CASES="i iii" bash scripts/ggml_reuse.sh
 # Env: GGML_REUSE_SEED, GGML_REUSE_N, GGML_REUSE_HEAVY, GGML_REUSE_MODES ("split mono"),
 # GGML_REUSE_CASES ("i iii ii"), GGML_REUSE_OB (output base), GGML_REUSE_JOBS (2),
@@ -33,7 +33,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 work="${GGML_REUSE_WORK:-$repo/.cache/ggml-reuse}"
-ob="${GGML_REUSE_OB:-/work/ob-reuse}"
+ob="${GGML_REUSE_OB:-$work/output-base}"
 seed="${GGML_REUSE_SEED:-32}"
 n="${GGML_REUSE_N:-6}"
 heavy="${GGML_REUSE_HEAVY:-mmvq.cu}"
