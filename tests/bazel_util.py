@@ -82,3 +82,43 @@ def use_local_sdk(root: pathlib.Path, sdk: pathlib.Path) -> None:
         'load("//rules_cuda_split:repositories.bzl", "rules_cuda_split_toolchains")\n\n'
         f'rules_cuda_split_toolchains(name = "cuda", path = "{sdk}")\n',
     )
+
+
+# Every output of a CUDA action, and the binaries: what reproducibility tests compare.
+OUTPUT_SUFFIXES = (
+    ".o",
+    ".a",
+    ".ptx",
+    ".cubin",
+    ".fatbin.c",
+    ".ltoir",
+    ".ii",
+    ".module_id",
+    ".cudafe1.cpp",
+    ".stub.c",
+    ".reg.c",
+    ".prelinked",
+    ".txt",
+)
+
+
+def build_outputs(bin_dir: pathlib.Path, prefixes: tuple[str, ...] = ("",)) -> dict[str, bytes]:
+    """bazel-bin's outputs under `prefixes` (relative path -> bytes): every file with a
+    suffix of OUTPUT_SUFFIXES, and the executables (files without a dot, outside `_cuda/`).
+    Runfiles trees and manifests are left out (Bazel's own, absolute paths by design)."""
+    found = {}
+    for path in sorted(bin_dir.rglob("*")):
+        if (
+            path.is_symlink()
+            or not path.is_file()
+            or any(p.endswith((".runfiles", ".runfiles_manifest")) for p in path.parts)
+        ):
+            continue
+        rel = path.relative_to(bin_dir).as_posix()
+        if not rel.startswith(prefixes):
+            continue
+        if rel.endswith(OUTPUT_SUFFIXES) or (
+            path.stat().st_mode & 0o111 and "/_cuda/" not in rel and "." not in path.name
+        ):
+            found[rel] = path.read_bytes()
+    return found

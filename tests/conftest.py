@@ -7,6 +7,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -16,6 +17,15 @@ sys.path.insert(0, str(REPO / "scripts"))
 import cuda_version_table  # noqa: E402
 
 SETUP_HINT = "run `bash scripts/setup.sh` first"
+
+# Every Bazel output base of a run links one unpacked SDK per version instead of unpacking
+# the wheels again (~840 MB, 7-12 s each): the wheel repository's cache (docs/sdk.md).
+# Beside the tests' output bases (pytest's temporary directory), so on their file system
+# (else it copies); the REAPI workers hide it.
+os.environ.setdefault(
+    "CUDA_SPLIT_SDK_CACHE",
+    str(pathlib.Path(tempfile.gettempdir()) / f"cuda-split-sdk-unpacked-{os.getuid()}"),
+)
 
 # What a test needs, as a marker (pyproject.toml lists them): `bazel` (runs Bazel),
 # `backend` (starts a REAPI backend: BuildGrid, PostgreSQL), `nvcc` (runs the CUDA SDK's

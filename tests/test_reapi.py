@@ -11,7 +11,10 @@ host's CUDA installs, the project's SDK, nor the test's checkouts and output bas
   every CUDA action remote, outputs byte-identical to build A's (local, sandboxed); the
   same for compile_mode=mono and for -G;
 - faults: workers killed (SIGKILL) and stopped (SIGTERM) mid-action, the backend down,
-  a corrupted CAS blob.
+  a corrupted CAS blob;
+- reproducible outputs: checkout 2 (another directory, every mtime a day later) builds
+  build A's examples and three more configurations unsandboxed, checkout 1 sandboxed:
+  the same bytes; a source's module id the same after `bazel clean`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from bazel_util import REPO, bazel, checkout_copy
+from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
 from cuda_split.execlog import read_log
 from reapi.backend import Backend, backend_for_tests, free_port
@@ -50,11 +53,13 @@ TARGETS = [
     "//examples/thrust:thrust_cub",
 ]
 MONO_TARGETS = ["//examples/saxpy:saxpy", "//examples/multi:vector_ops"]
-# Build A (sandboxed, remote cache) and the remote build: every example.
-ALL_EXAMPLES = ["//examples/..."]
+# Build A (sandboxed, remote cache) and the remote build: every example, a source of
+# template instances only (tests/determinism: cudafe++'s module id) and two sources.
+ALL_EXAMPLES = ["//examples/...", "//tests/analysis:two_sources", "//tests/determinism:t"]
 CCCL_SOURCES = {"examples/thrust/cub_reduce.cu", "examples/thrust/thrust_sort.cu"}
 COMMON = ["--jobs=3", "--materialize_param_files"]
-# Checkout 1, checkout 2 (another directory), and output bases "1", "2", "remote".
+# Checkout 1, checkout 2 (another directory, a day later), and output bases "1", "2",
+# "remote" and "local" (checkout 2 unsandboxed).
 Checkouts = tuple[pathlib.Path, pathlib.Path, dict[str, pathlib.Path]]
 
 
@@ -82,43 +87,25 @@ def checkouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkouts]:
     base = tmp_path_factory.mktemp("reapi")
     one = checkout_copy(base / "checkout-1")
     two = checkout_copy(base / "elsewhere" / "checkout-2")
-    bases = {name: base / f"output-base-{name}" for name in ("1", "2", "remote")}
+    _shift_mtimes(two, 86400)
+    bases = {name: base / f"output-base-{name}" for name in ("1", "2", "remote", "local")}
     yield one, two, bases
-    for work, ob in ((one, bases["1"]), (two, bases["2"]), (one, bases["remote"])):
+    for work, ob in (
+        (one, bases["1"]),
+        (two, bases["2"]),
+        (one, bases["remote"]),
+        (two, bases["local"]),
+    ):
         if ob.exists():
             bazel("shutdown", cwd=work, output_base=ob, check=False)
 
 
-def _outputs(bin_dir: pathlib.Path, prefixes: tuple[str, ...] = ("examples/",)) -> dict[str, bytes]:
-    found = {}
-    for path in sorted(bin_dir.rglob("*")):
-        if (
-            path.is_symlink()
-            or not path.is_file()
-            or any(part.endswith(".runfiles") for part in path.parts)
-        ):
-            continue
-        rel = path.relative_to(bin_dir).as_posix()
-        if not rel.startswith(prefixes):
-            continue
-        if rel.endswith(
-            (
-                ".o",
-                ".a",
-                ".ptx",
-                ".cubin",
-                ".ltoir",
-                ".fatbin.c",
-                ".ii",
-                ".stub.c",
-                ".cudafe1.cpp",
-                ".module_id",
-                ".reg.c",
-                ".prelinked",
-            )
-        ) or (path.stat().st_mode & 0o111 and "." not in path.name):
-            found[rel] = path.read_bytes()
-    return found
+def _shift_mtimes(root: pathlib.Path, seconds: int) -> None:
+    """Every file's mtime moved by `seconds` (a checkout made at another time)."""
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 10**9))
 
 
 def _build(
@@ -145,7 +132,8 @@ def _build(
         bazel("info", "execution_root", cwd=work, output_base=base).stdout.strip()
     )
     bin_dir = pathlib.Path(bazel("info", "bazel-bin", cwd=work, output_base=base).stdout.strip())
-    return Build(work, base, log, execroot, bin_dir, _outputs(bin_dir), proc.stderr)
+    outputs = build_outputs(bin_dir, ("examples/", "tests/"))
+    return Build(work, base, log, execroot, bin_dir, outputs, proc.stderr)
 
 
 def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[str, Any]]]:
@@ -215,6 +203,10 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
     probes = {"sdk": f"ls -l {sdk_nvcc}"}
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
         probes["usr_local_cuda"] = "ls -l /usr/local/cuda/bin/nvcc"
+    # The run's unpacked SDKs (tests/conftest.py), which output bases link: hidden too.
+    unpacked = sorted(pathlib.Path(os.environ["CUDA_SPLIT_SDK_CACHE"]).glob("*/sdk/bin/nvcc"))
+    assert unpacked, "the smoke build linked no SDK from CUDA_SPLIT_SDK_CACHE"
+    probes["unpacked_sdk"] = f"ls -l {unpacked[0]}"
     (work / "probe").mkdir(exist_ok=True)
     (work / "probe" / "BUILD.bazel").write_text(
         "".join(
@@ -759,3 +751,97 @@ def test_corrupted_cas_blob_is_detected_not_used(
     # The actions that read the source run locally; the others remotely.
     assert fallback.returncode == 0, fallback.stderr[-3000:]
     assert re.search(r"\d+ local, \d+ remote", _summary_line(fallback.stderr)), fallback.stderr
+
+
+# ------------------------------------------------------------------------------------
+# reproducible outputs
+
+# (name, flags, targets): built in both checkouts after build A's configuration (whose
+# examples checkout 2 builds too). Both compile modes with -G, and mono with LTO-IR.
+CONFIGS = [
+    (
+        "mono",
+        [ARCHS + "sm_80,sm_90", MONO],
+        ["//examples/multi:multi_main", "//examples/dlto:dlto", "//tests/determinism:t"],
+    ),
+    (
+        "device-debug",
+        [ARCHS + "sm_80", DEBUG],
+        ["//examples/multi:multi_main", "//tests/determinism:t"],
+    ),
+    (
+        "mono-device-debug",
+        [ARCHS + "sm_80", DEBUG, MONO],
+        ["//examples/multi:vector_ops", "//tests/determinism:t"],
+    ),
+]
+
+
+def _clean_build(work: pathlib.Path, base: pathlib.Path, *args: str) -> dict[str, bytes]:
+    """`bazel clean`, then a build: the outputs of this build alone."""
+    bazel("clean", cwd=work, output_base=base)
+    bazel("build", *args, cwd=work, output_base=base)
+    info = bazel("info", "bazel-bin", cwd=work, output_base=base)
+    return build_outputs(pathlib.Path(info.stdout.strip()), ("examples/", "tests/"))
+
+
+def test_checkouts_build_byte_identical_outputs(build_a: Build, checkouts: Checkouts) -> None:
+    """Checkout 1 builds in Bazel's sandbox (build A, then each of CONFIGS); checkout 2,
+    in another directory, with every source's mtime a day later, builds unsandboxed
+    (`--spawn_strategy=local`, what `--remote_local_fallback` falls back to): every
+    output is the same, byte for byte, and names no checkout, output base or sandbox."""
+    one, two, bases = checkouts
+    source = "examples/multi/add.cu"
+    assert (one / source).stat().st_mtime != (two / source).stat().st_mtime
+    local = ["--spawn_strategy=local"]
+    results = {
+        "examples": (
+            build_a.outputs,
+            _clean_build(two, bases["local"], *local, ARCHS + "sm_80,sm_90", *ALL_EXAMPLES),
+        )
+    }
+    for name, flags, targets in CONFIGS:
+        results[name] = (
+            _clean_build(one, bases["1"], *flags, *targets),
+            _clean_build(two, bases["local"], *local, *flags, *targets),
+        )
+    # The template-instance source once more in checkout 1 after `bazel clean`.
+    again = _clean_build(one, bases["1"], ARCHS + "sm_80,sm_90", "//tests/determinism:t")
+
+    roots = [str(p) for p in (one, two, REPO, *bases.values())]
+    for name, (a, b) in results.items():
+        assert sorted(a) == sorted(b), name
+        assert any(k.endswith(".cubin") for k in a) and any(k.endswith(".a") for k in a), name
+        differ = sorted(k for k in a if a[k] != b[k])
+        assert not differ, f"{name}: outputs differ between checkouts: {differ}"
+        _assert_no_paths(name, a, roots)
+    examples = build_a.outputs
+    assert any(k.endswith(".ltoir") for k in examples)
+    assert any(k.startswith("examples/dlto/") and k.endswith(".reg.c") for k in examples)
+    # Device-side launches link libcudadevrt's module: registered after the source's, as
+    # nvcc -dlink does (tests/test_rdc.py compares the file with nvcc's).
+    reg = examples["examples/dynamic_parallelism/_cuda/dynamic_parallelism_dlink/dlink/dlink.reg.c"]
+    assert reg.startswith(b"#define NUM_PRELINKED_OBJECTS 2\n"), reg
+    assert b"_cuda_device_runtime_cu_" in reg, reg
+
+    # cudafe++'s module id of a file without external functions: no mtime, working
+    # directory or process id in it (it ends in a hash of the rules' -frandom-seed), the
+    # same after `bazel clean`.
+    ids = {k: v for k, v in again.items() if k.startswith("tests/determinism/")}
+    assert any(k.endswith(".module_id") for k in ids), sorted(again)
+    module_id = next(v for k, v in ids.items() if k.endswith(".module_id")).decode()
+    assert re.fullmatch(r"_[0-9a-f]{8}_4_t_cu_[0-9a-f]{8}", module_id), module_id
+    for k, v in ids.items():
+        assert examples[k] == v, f"{k} differs after bazel clean"
+
+
+def _assert_no_paths(name: str, outputs: dict[str, bytes], roots: list[str]) -> None:
+    """No checkout, output base or sandbox directory in an output."""
+    for rel, data in outputs.items():
+        if rel.endswith((".ii", ".module_id", ".txt")):
+            # Intermediate text, equal in both checkouts (checked by the caller). gcc
+            # resolves CCCL's `..` includes through the SDK repository's symlinks, so a
+            # preprocessed file may name the SDK's real directory; no object does.
+            continue
+        for leak in [r.encode() for r in roots] + [b"/sandbox/", b"/execroot/"]:
+            assert leak not in data, f"{name}: {rel} contains {leak!r}"

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bazel_util import REPO, bazel, checkout_copy
+from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
 from reapi.backend import find_cuda_installs, free_port
 
@@ -106,15 +106,6 @@ def _workers(state: pathlib.Path) -> dict[str, tuple[int, bool]]:
             pid = int((d / "pid").read_text())
             if _alive(pid):
                 found[d.name] = (pid, (d / "busy").exists())
-    return found
-
-
-def _outputs(bin_dir: pathlib.Path) -> dict[str, bytes]:
-    found = {}
-    for path in sorted((bin_dir / "examples" / "saxpy").rglob("*")):
-        if path.is_file() and not path.is_symlink() and ".runfiles" not in str(path):
-            if path.suffix in (".o", ".a", ".ptx", ".cubin", ".ii", ".c", ".cpp", ".module_id"):
-                found[path.relative_to(bin_dir).as_posix()] = path.read_bytes()
     return found
 
 
@@ -238,7 +229,7 @@ def test_worker_killed_mid_build_and_backend_down(
         # A local sandboxed build: the reference.
         local_base = base / "output-base-local"
         bazel("build", "--//cuda:archs=sm_90", TARGET, cwd=work, output_base=local_base)
-        local = _outputs(_bin_dir(work, local_base))
+        local = build_outputs(_bin_dir(work, local_base), ("examples/saxpy/",))
         assert any(k.endswith(".cubin") for k in local) and any(k.endswith(".o") for k in local)
 
         # Remote, a worker SIGKILLed while it runs an action (no fallback: every action
@@ -267,7 +258,7 @@ def test_worker_killed_mid_build_and_backend_down(
         script.wait_for(
             rf"{name} \(pid {pid}\) exited \(signal SIGKILL\); started worker-\d+ \(pid \d+\)"
         )
-        remote = _outputs(_bin_dir(work, remote_base))
+        remote = build_outputs(_bin_dir(work, remote_base), ("examples/saxpy/",))
         assert sorted(remote) == sorted(local)
         differ = [k for k in local if local[k] != remote[k]]
         assert not differ, f"remote outputs differ from the local build: {differ}"

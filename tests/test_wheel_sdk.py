@@ -610,8 +610,10 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     if not local.is_dir():
         ws.bazel("fetch", "@cuda_13_0//:nvcc")
     env = f"--repo_env=CUDA_PATH={local}"
-    # No repository cache: it would serve the wheels by their SHA-256 whatever the URL.
-    proc = ws.bazel("build", env, "--repository_cache=", "@offline_cuda//:nvcc", check=False)
+    # No repository cache and no cache of unpacked SDKs: they would serve the wheels by
+    # their SHA-256 whatever the URL.
+    no_cache = ["--repository_cache=", f"--repo_env={SDK_CACHE}="]
+    proc = ws.bazel("build", env, *no_cache, "@offline_cuda//:nvcc", check=False)
     assert proc.returncode != 0
     assert "could not download file://" in proc.stderr
     assert "It does not fall back to an SDK on this machine" in proc.stderr
@@ -625,9 +627,54 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     )
     assert "It does not fall back to an SDK on this machine" in proc.stderr
 
-    ws.bazel("build", env, "--repository_cache=", "@offline_cuda_fallback//:nvcc")
+    ws.bazel("build", env, *no_cache, "@offline_cuda_fallback//:nvcc")
     build = (ws.external("offline_cuda_fallback") / "BUILD.bazel").read_text()
     assert f"# SDK: {local} (found by: $CUDA_PATH)" in build
+
+
+SDK_CACHE = "CUDA_SPLIT_SDK_CACHE"
+
+
+def _tree(root: pathlib.Path) -> dict[str, tuple[int, int, int]]:
+    """Relative path -> (mode, size, mtime) of every file and link under `root`."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        st = p.lstat()
+        out[p.relative_to(root).as_posix()] = (st.st_mode, st.st_size, int(st.st_mtime))
+    return out
+
+
+@pytest.mark.bazel
+def test_output_bases_link_one_unpacked_sdk_from_the_cache(
+    ws: Workspace, tmp_path: pathlib.Path
+) -> None:
+    """$CUDA_SPLIT_SDK_CACHE (tests/conftest.py sets it for the run): a version is
+    unpacked once; every other output base's repository is hard links to that tree."""
+    cache = pathlib.Path(os.environ[SDK_CACHE])
+    ws.bazel("fetch", "@cuda_13_0//:nvcc")
+    nvcc = ws.external("cuda_13_0") / "sdk" / "bin" / "nvcc"
+    entries = [e for e in cache.glob("*/sdk/bin/nvcc") if e.samefile(nvcc)]
+    assert len(entries) == 1 and nvcc.stat().st_nlink >= 2, sorted(cache.iterdir())
+    linked_tree = _tree(ws.external("cuda_13_0") / "sdk")
+
+    other = Workspace(ws.root, tmp_path / "other-output-base")
+    try:
+        other.bazel("fetch", "@cuda_13_0//:nvcc")
+        assert (other.external("cuda_13_0") / "sdk" / "bin" / "nvcc").samefile(nvcc)
+        # Without the cache: unpacked from the wheels, the same tree (modes, sizes, mtimes).
+        other.bazel("fetch", f"--repo_env={SDK_CACHE}=", "@cuda_13_0//:nvcc")
+        own = other.external("cuda_13_0") / "sdk"
+        assert (own / "bin" / "nvcc").stat().st_nlink == 1
+        assert _tree(own) == linked_tree
+        assert (own / "bin" / "ptxas").read_bytes() == (nvcc.parent / "ptxas").read_bytes()
+
+        bad = other.bazel(
+            "fetch", f"--repo_env={SDK_CACHE}=rel/dir", "@cuda_13_0//:nvcc", check=False
+        )
+        assert bad.returncode != 0
+        assert f"{SDK_CACHE}=rel/dir: not an absolute path" in bad.stderr, bad.stderr[-2000:]
+    finally:
+        other.bazel("shutdown", check=False)
 
 
 @pytest.mark.bazel

@@ -35,6 +35,10 @@ load(
 # to its top-level entries, as for an SDK on the machine.
 _SDK_DIR = "sdk"
 
+# An absolute directory of unpacked SDKs shared by every output base (`--repo_env`):
+# each version's tree is unpacked once and hard-linked into each repository (docs/sdk.md).
+SDK_CACHE_ENV = "CUDA_SPLIT_SDK_CACHE"
+
 # gcc's `#pragma once` takes two equal headers for one file only when their mtimes are
 # equal too, and CCCL ships equal headers: one mtime for the whole SDK (as
 # scripts/setup.sh gives .sdk/), so preprocessed sources do not depend on when Bazel
@@ -341,6 +345,17 @@ def _cuda_wheel_sdk_repository_impl(rctx):
             _fallback(rctx, err)
             return
         _fail(rctx, err)
+    cache = _unpacked_cache(rctx)
+    key = _cache_key(rctx, plan) if cache else ""
+    if not (cache and _link_from_cache(rctx, cache, key)):
+        if not _download_and_unpack(rctx, plan):
+            return
+        if cache:
+            _add_to_cache(rctx, cache, key)
+    _configure(rctx, plan)
+
+def _download_and_unpack(rctx, plan):
+    """Downloads and unpacks `plan`'s wheels into _SDK_DIR; False after a fallback."""
     for item in plan:
         rctx.report_progress("Fetching CUDA %s %s (%s %s)" % (
             rctx.attr.version,
@@ -361,8 +376,77 @@ def _cuda_wheel_sdk_repository_impl(rctx):
         )
         if not result.success:
             _fallback(rctx, "could not download %s (%s)" % (item.urls[0], item.package))
-            return
+            return False
     rctx.execute(["find", _SDK_DIR, "-exec", "touch", "-h", "-d", "@%d" % SDK_MTIME, "{}", "+"])
+    return True
+
+def _unpacked_cache(rctx):
+    """$CUDA_SPLIT_SDK_CACHE: where unpacked SDKs are kept for every output base ("")."""
+    cache = rctx.os.environ.get(SDK_CACHE_ENV, "")
+    if cache.startswith("~/"):
+        cache = rctx.os.environ.get("HOME", "~") + cache[1:]
+    if cache and not cache.startswith("/"):
+        _fail(rctx, "%s=%s: not an absolute path (it is shared by every workspace)" % (
+            SDK_CACHE_ENV,
+            cache,
+        ))
+    return cache.rstrip("/")
+
+def _run(rctx, args):
+    return rctx.execute(args).return_code == 0
+
+def _cache_key(rctx, plan):
+    """A SHA-256 of what the unpacked tree is made of: the archives, how they unpack."""
+    lines = ["layout 1", "mtime %d" % SDK_MTIME] + [
+        "%s %s %s" % (i.sha256, i.type, i.strip_prefix)
+        for i in plan
+    ]
+    rctx.file("sdk_cache_key.txt", "\n".join(lines) + "\n", executable = False)
+    result = rctx.execute(["sha256sum", "sdk_cache_key.txt"])
+    rctx.delete("sdk_cache_key.txt")
+    if result.return_code != 0:
+        _fail(rctx, "sha256sum failed: %s" % result.stderr)
+    return result.stdout.split(" ")[0]
+
+def _link_from_cache(rctx, cache, key):
+    """Makes _SDK_DIR hard links to the cache's entry `key`; False if there is none.
+
+    Across file systems it copies instead.
+    """
+    entry = "%s/%s/%s" % (cache, key, _SDK_DIR)
+    if not rctx.path(entry).exists:
+        return False
+    rctx.report_progress("Linking CUDA %s from %s" % (rctx.attr.version, entry))
+    for copy in (["cp", "-al"], ["cp", "-a"]):
+        if _run(rctx, copy + [entry, _SDK_DIR]):
+            return True
+        rctx.delete(_SDK_DIR)
+    return False
+
+def _add_to_cache(rctx, cache, key):
+    """Puts _SDK_DIR into the cache as entry `key`, as hard links.
+
+    The entry is renamed into place, so it is whole or absent; a cache that cannot take
+    it is left alone.
+    """
+    made = rctx.execute(["mktemp", "-d", "%s/.%s.XXXXXX" % (cache, key)])
+    if made.return_code != 0 and _run(rctx, ["mkdir", "-p", cache]):
+        made = rctx.execute(["mktemp", "-d", "%s/.%s.XXXXXX" % (cache, key)])
+    if made.return_code != 0:
+        return
+    tmp = made.stdout.strip()
+    copied = False
+    for copy in (["cp", "-al"], ["cp", "-a"]):
+        if _run(rctx, copy + [_SDK_DIR, tmp + "/" + _SDK_DIR]):
+            copied = True
+            break
+        _run(rctx, ["rm", "-rf", tmp + "/" + _SDK_DIR])
+
+    # Another fetch may have put the entry there first: keep its, drop ours.
+    if not (copied and _run(rctx, ["mv", "-T", tmp, "%s/%s" % (cache, key)])):
+        _run(rctx, ["rm", "-rf", tmp])
+
+def _configure(rctx, plan):
     sdk = str(rctx.path(_SDK_DIR))
     lib_dir = rctx.path(_SDK_DIR + "/lib")
     lib_files = [f.basename for f in lib_dir.readdir()] if lib_dir.exists else []
@@ -397,7 +481,10 @@ cuBLAS, cuFFT, cuRAND, cuSPARSE, cuSOLVER, CUPTI, NVRTC, nvJitLink, each with th
 components it needs at link time. The targets are those of `cuda_sdk_repository`
 (`:toolchain` among them), plus `:nvtx` and `:cufft`, `:curand`, `:cusparse`,
 `:cusolver`, `:cupti`, `:nvrtc`, `:nvjitlink` for the components fetched, each depending
-on the targets of what it needs.""",
+on the targets of what it needs.
+
+With `--repo_env=CUDA_SPLIT_SDK_CACHE=DIR` (absolute), the unpacked tree is kept in `DIR`
+and hard-linked into every later fetch of the same wheels, in any output base (docs/sdk.md).""",
     attrs = {
         "version": attr.string(
             doc = "The CUDA version, a key of the table (%s)." % ", ".join(
@@ -435,6 +522,7 @@ on the targets of what it needs.""",
                   "`cuda_sdk_repository` finds one (`$CUDA_PATH`, ..., /usr/local/cuda).",
         ),
     },
+    environ = [SDK_CACHE_ENV],
 )
 
 def _hub_build_file(hub, versions, default_version, flag, exec_constraints):

@@ -636,8 +636,12 @@ def backend_for_tests(also_hide: list[str], prefix: str, workers: int) -> Iterat
     if os.environ.get("CUDA_SPLIT_QUICK_TIER"):
         pytest.fail("this test starts a REAPI backend: mark it `@pytest.mark.backend`")
     root = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    # The run's unpacked SDKs (tests/conftest.py), those unpacked later included.
+    shared_sdks = os.environ.get("CUDA_SPLIT_SDK_CACHE", "")
+    if shared_sdks:
+        os.makedirs(shared_sdks, exist_ok=True)
     try:
-        hide = default_hidden(exclude=[str(root)]) + also_hide
+        hide = default_hidden(exclude=[str(root)]) + also_hide + [shared_sdks] * bool(shared_sdks)
         be = Backend(root, workers=workers, hide=hide).start()
     except BackendError as e:
         shutil.rmtree(root, ignore_errors=True)
