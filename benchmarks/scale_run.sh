@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole ggml CUDA backend on the device machine, one configuration after the other
+# (issue 31 item 1; benchmarks/README.md, "The 32-core run"): the machine's throughput
+# (throughput.py), then nvcc -t, nvcc-split's cold build followed by split-log (the
+# rebuild whose cache holds only the cold build's durations), and plain nvcc, each a
+# run.py of its own because their --jobs differ. Meant to run in the background across
+# calls (setsid nohup), from a copy of the tree with the unpacked ggml directory:
+#
+#   bash benchmarks/scale_run.sh LABEL [CONFIG_GROUP ...]
+#
+# CONFIG_GROUP: nvcc-t, split (split and split-log), nvcc; default all three, in that
+# order (what the targets compare comes first: on the 32-core machine one build of the
+# backend took 10.5 min, so a 30-minute device budget holds the probe and two builds at
+# most). Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default
+# /tmp/devout), every measurement to $OUT_DIR/raw/; logs and traces to /tmp/raw.
+set -u
+label=${1:?usage: scale_run.sh LABEL [nvcc-t|split|nvcc ...]}
+shift
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(nvcc-t split nvcc)
+out=${OUT_DIR:-/tmp/devout}
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+corpus=${CORPUS_DIR:-.cache/corpus/ggml-0.3.36}
+cores=$(nproc)
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+echo "start $(date -u +%T) cores $cores"
+python3 benchmarks/throughput.py --nvcc "$nvcc" --corpus-dir "$corpus" \
+  --out "$out/$label-throughput.json" || exit 1
+# Plain nvcc runs one process a file: as many files at once as the probe's best level.
+best=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['best_copies'])" \
+  "$out/$label-throughput.json")
+echo "probe done $(date -u +%T): best $best at once"
+run=(python3 benchmarks/run.py --subset full --no-bazel --examples none --scenarios 1
+  --corpus-dir "$corpus" --nvcc "$nvcc" --repeats 1 --out "$out" --raw-dir /tmp/raw
+  --work-dir /tmp/work)
+for g in "${groups[@]}"; do
+  echo "$g start $(date -u +%T)"
+  case $g in
+    # nvcc -t 5: a file per core, its 5 threads filling the tail (no sweep: README).
+    nvcc-t) "${run[@]}" --configs nvcc-t --jobs "$cores" --label "$label-nvcc-t" ;;
+    nvcc) "${run[@]}" --configs nvcc --jobs "$best" --label "$label-nvcc" ;;
+    # nvcc-split: two files a core waiting, the steps of all of them on the slot pool
+    # (one slot per core), as on 16 cores (--jobs 32 there).
+    split) "${run[@]}" --configs split,split-log --jobs $((2 * cores)) --label "$label-split" ;;
+    *) echo "scale_run.sh: unknown group '$g' (nvcc-t, nvcc, split)" >&2 ;;
+  esac
+  echo "$g end $(date -u +%T)"
+done
+echo "all done $(date -u +%T)"
