@@ -15,7 +15,7 @@ the CudaToolchainInfo, rules_cc's `find_cc_toolchain(ctx)` the C++ toolchain, an
   `.cu` File; `groups`: the parsed arch spec; `nvcc_flags`: list of nvcc flags (no
   arch flags); `headers`: depset of the headers it may include. Returns
   `struct(obj, files, ptx, cubins, fatbins)`: the object, a dict of every file by role
-  (`module_id`, `cubin:sm_90`, ...), and lists of the PTX, cubins and `.fatbin.c`.
+  (`module_id`, `cubin:sm_90`, ...), and lists of the PTX, cubins and `.fatbin`.
 - `emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
   headers)`: one `CudaCompileMono` action, nvcc's whole plan. Returns the same struct;
   `ptx`, `cubins` and `fatbins` are a directory each, `files` has `module_id` only.

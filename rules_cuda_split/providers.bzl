@@ -66,7 +66,8 @@ CudaInfo = provider(
     fields = {
         "ptx": "depset[File]: the PTX of every source, per virtual arch.",
         "cubins": "depset[File]: the cubins of every source, per real arch.",
-        "fatbins": "depset[File]: the embedded-fatbin sources (`.fatbin.c`).",
+        "fatbins": "depset[File]: the fatbinaries (`x.fatbin`, nvcc `--keep`'s); with " +
+                   "`compile_mode=mono`, a directory of them per source.",
         "archs": "list[string]: the normalised arch spec this target compiled for.",
         "rdc": "bool: whether the device code is relocatable (`rdc = True`).",
     },

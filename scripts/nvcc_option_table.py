@@ -105,7 +105,7 @@ REASONS = {
     "archs": "archs go in the `archs` attribute or --@rules_cuda_split//cuda:archs",
     "rules": "the rules set it for each step (`rdc` is an attribute)",
     "output": "it changes what nvcc writes, and a cuda_library compiles to objects; PTX, "
-    "cubins and fatbins are its output groups cuda_ptx, cuda_cubin, cuda_fatbin",
+    "cubins and fatbinaries (.fatbin) are its output groups cuda_ptx, cuda_cubin, cuda_fatbin",
     "plan": "the rules run nvcc's plan step by step themselves; --output_groups and "
     "`bazel aquery` show the intermediate files and commands",
     "info": "with it nvcc prints information and compiles nothing; run the SDK's nvcc "

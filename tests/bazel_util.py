@@ -91,6 +91,7 @@ OUTPUT_SUFFIXES = (
     ".ptx",
     ".cubin",
     ".fatbin.c",
+    ".fatbin",
     ".ltoir",
     ".ii",
     ".module_id",

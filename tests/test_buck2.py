@@ -277,7 +277,7 @@ def test_sub_targets_per_arch() -> None:
     subs = report["examples/saxpy:saxpy"]["sub_targets"]
     assert sorted(subs["cubin"]["sub_targets"]) == ["sm_80"]
     assert sorted(subs["ptx"]["sub_targets"]) == ["compute_80", "compute_90"]
-    assert [p.rsplit("/", 1)[1] for p in subs["fatbin"]["outputs"]] == ["saxpy.fatbin.c"]
+    assert [p.rsplit("/", 1)[1] for p in subs["fatbin"]["outputs"]] == ["saxpy.fatbin"]
     dlto = recorder.run(recorder.toolchain_targets("sm_90", HOST_COMPILER) + EXAMPLES)[
         "examples/dlto:dlto"
     ]

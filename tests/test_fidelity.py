@@ -166,7 +166,7 @@ def versioned_matrix() -> list[object]:
 
 
 def expected_roles(spec: str) -> set[str]:
-    roles = {"module_id"}
+    roles = {"module_id", "fatbin"}
     for g in plan_bzl.parse_arch_spec(spec):
         roles |= {f"ptx:{g.virtual}", f"cpp1.ii:{g.virtual}"}
         roles |= {f"cubin:{r}" for r in g.reals}
@@ -249,6 +249,14 @@ def test_split_matches_nvcc(
             assert ours_info.count(ptx_b8(PORTABLE_PWD)) == comp_dirs, role
             assert theirs_info.count(ptx_b8(cwd)) == comp_dirs, role
             assert cwd not in ours + ours_info, role
+        elif role == "fatbin":
+            # nvcc's images, packed alike: the fatbinary is nvcc's exactly when they are
+            # (not for the -G/-lineinfo cubins that carry the working directory).
+            images = [r for _, _, r in pair.nvcc.images]
+            same_images = all(o == t for o, t in map(pair.read, images))
+            assert (ours == theirs) == same_images, harness.first_difference(ours, theirs)
+            if not fs.debug:
+                assert_same(role, ours, theirs)
         elif fs.debug and role.startswith("cubin:") and cwd in theirs:
             # The cubin's debug line table carries the PTX's `.file` paths, and nvcc's
             # the mtime and size of each source ptxas found (the step's ptxas runs where

@@ -232,7 +232,7 @@ def test_source_actions_join_the_once_a_source_steps(tmp_path: pathlib.Path) -> 
         "stub:compute_80",
         "stub:compute_90",
     ]
-    assert got[-1]["outputs"] == ["fatbin.c", "obj"]
+    assert got[-1]["outputs"] == ["fatbin.c", "fatbin", "obj"]
     assert [(a["key"], a["arch"]) for a in per_arch][:3] == [
         ("host_preprocess+cudafe", ""),
         ("device_preprocess", "compute_80"),

@@ -23,6 +23,7 @@ import subprocess
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
+from cuda_split import audit, cli
 
 pytestmark = pytest.mark.bazel
 
@@ -260,10 +261,22 @@ def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pa
         "saxpy.compute_90.ptx",
         "tool.sm_90.cubin",
         "saxpy.sm_90.cubin",
-        "tool.fatbin.c",
-        "saxpy.fatbin.c",
+        "tool.fatbin",
+        "saxpy.fatbin",
     } <= listed, proc.stderr[-3000:]
     assert not any(name.startswith("cli.") for name in listed), listed
+    # cuda_fatbin holds real fatbinaries (issue 30), not the host compile's `.fatbin.c`:
+    # `cuda-split audit` reads each, and finds the sm_90 cubin and the compute_90 PTX.
+    assert not any(name.endswith(".fatbin.c") for name in listed), listed
+    fatbins = [
+        str(workspace / p) for p in re.findall(r"^\s+(bazel-bin/\S+\.fatbin)$", proc.stderr, re.M)
+    ]
+    assert len(fatbins) >= 2, fatbins
+    for path in fatbins:
+        rep = audit.scan_file(path)
+        assert not rep.error and len(rep.fatbins) == 1, (path, rep)
+        assert {e.name for e in rep.fatbins[0].entries} >= {"sm_90"}, (path, rep)
+    assert cli.main(["audit", *fatbins, "--gpus", "sm_90", "--require", "sass"]) == 0
 
 
 def test_readme_tells_how_to_work_offline() -> None:

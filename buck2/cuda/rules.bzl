@@ -272,7 +272,9 @@ def _library_parts(ctx, toolchain, *, srcs, target):
         ),
     )
     device = {kind: files_by_arch(outputs, kind + ":") for kind in ["ptx", "cubin", "ltoir"]}
-    device["fatbin"] = {"": [o.files["fatbin.c"] for o in outputs]}
+
+    # The fatbinary nvcc --keep writes (`x.fatbin`), as Bazel's `cuda_fatbin` group.
+    device["fatbin"] = {"": [o.files["fatbin"] for o in outputs if "fatbin" in o.files]}
     return struct(info = info, objects = objects, device = device, groups = groups)
 
 def _library_entry(name, groups):

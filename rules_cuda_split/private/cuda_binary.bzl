@@ -104,8 +104,8 @@ def cuda_binary(name, deps = [], host_srcs_as_cuda = False, **kwargs):
     Makes `cuda_library(name + "_cuda")` of the CUDA sources, its device link
     `cuda_device_link(name + "_dlink")`, `cc_binary(name + "_bin")` of the host sources
     linking both, and `name`, which runs that binary and has the output groups
-    `cuda_ptx`, `cuda_cubin`, `cuda_fatbin` and `cuda_arch_list` of every CUDA library it
-    links (and the device-linked cubins).
+    `cuda_ptx`, `cuda_cubin`, `cuda_fatbin` (`x.fatbin` files) and `cuda_arch_list` of
+    every CUDA library it links (and the device-linked cubins).
 
     Args:
       name: the binary's name.

@@ -305,8 +305,8 @@ cuda_library = rule(
           "(`compile_mode=split`), and gives `CcInfo` so `cc_library`/`cc_binary` can " +
           "depend on it (the CUDA runtime's headers and library included). Output " +
           "groups `cuda_ptx`, `cuda_cubin` and `cuda_fatbin` hold the device files " +
-          "(`cuda_fatbin`: the embedded fatbinaries, `x.fatbin.c`, as `nvcc -c` writes " +
-          "them; no raw `.fatbin`). " +
+          "(`cuda_fatbin`: `x.fatbin`, the fatbinary nvcc `--keep` writes, which " +
+          "`cuda-split audit` reads). " +
           "The C++ toolchain's flags for the compilation mode (`-c dbg`: `-g`; " +
           "`-c opt`: `-O2 -DNDEBUG ...`) reach nvcc's host compiler; the feature " +
           "`cuda_device_debug` (`features = [\"cuda_device_debug\"]` or " +

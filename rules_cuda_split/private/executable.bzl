@@ -3,7 +3,8 @@ macro made, under the macro's name, with the CUDA output groups of everything it
 
 A native `cc_binary` cannot give output groups of its own; these rules run its
 executable (a symlink) with its runfiles, and add `cuda_ptx`, `cuda_cubin`, `cuda_fatbin`
-and `cuda_arch_list` from the CUDA libraries along `deps` and the device link.
+(the `x.fatbin` fatbinaries) and `cuda_arch_list` from the CUDA libraries along `deps` and
+the device link.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")

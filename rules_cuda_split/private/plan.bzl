@@ -257,6 +257,7 @@ def gencode(group):
 FIXED_NAMES = {
     "cpp4.ii": "cpp4.ii",
     "cudafe1.cpp": "cudafe1.cpp",
+    "fatbin": "fatbin",
     "fatbin.c": "fatbin.c",
     "module_id": "module_id",
     "reg.c": "reg.c",
@@ -541,7 +542,9 @@ def source_steps(groups, per_arch_list = False, tile = ""):
         steps.append(_step(TILE_FATBINARY, "", tile_images, ["tile.fatbin.c"], [], all_flags))
         fatbins.append("tile.fatbin.c")
     if simt:
-        steps.append(_step(FATBINARY, "", images, ["fatbin.c"], [], all_flags))
+        # The fatbinary itself (`--create`, the `cuda_fatbin` output group) and its
+        # embedding as C (`--embedded-fatbin`, which the host compile #includes).
+        steps.append(_step(FATBINARY, "", images, ["fatbin.c", "fatbin"], [], all_flags))
         fatbins.insert(0, "fatbin.c")
     host_inputs = ["cudafe1.cpp"] + fatbins + stubs
     steps.append(_step(HOST_COMPILE, "", host_inputs, ["obj"], [], all_flags))

@@ -255,6 +255,8 @@ def parse_keep_names(dryrun: str, base: pathlib.Path) -> NvccResult:
             else:
                 ptx_checks.append(arch)
         elif tool == "fatbinary":
+            if created := _value(argv, "--create"):
+                paths["fatbin"] = base / created
             for a in argv:
                 if a.startswith("--image3="):
                     fields = dict(f.split("=", 1) for f in a[len("--image3=") :].split(","))
@@ -310,8 +312,9 @@ class Pair:
     cwd: pathlib.Path
 
     def compared_roles(self) -> list[str]:
-        """The per-arch PTX, cubins and preprocessed sources, and the module id."""
-        kinds = ("ptx", "cubin", "cpp1.ii", "module_id")
+        """The per-arch PTX, cubins and preprocessed sources, the module id and the
+        fatbinary (`x.fatbin`, the cuda_fatbin group)."""
+        kinds = ("ptx", "cubin", "cpp1.ii", "module_id", "fatbin")
         return sorted(r for r in self.nvcc.paths if r.split(":")[0] in kinds)
 
     def read(self, role: str) -> tuple[bytes, bytes]:

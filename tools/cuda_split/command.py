@@ -49,9 +49,13 @@ class StepCommand:
         return s
 
     def _declared(self, role: str, plan_path: str) -> str:
-        soft = role == "fatbin" or (role == "reg.c" and self.step.kind == planlib.NVLINK)
+        soft = role in ("fatbin", planlib.TILE_FATBIN) or (
+            role == "reg.c" and self.step.kind == planlib.NVLINK
+        )
         if role == planlib.SCRATCH or (soft and role not in self.files):
-            # nvcc's --keep copy of the fatbin: the embedded .fatbin.c carries the same.
+            # The fatbinary's --create file where a front end declares none (the rules
+            # declare `fatbin`, the `cuda_fatbin` group; the embedded .fatbin.c carries
+            # the same bytes).
             # nvlink's registration file names cubin inputs after their paths; the
             # `register` step writes the real one from the sources' module ids.
             return os.path.join(self.scratch_dir, os.path.basename(plan_path))

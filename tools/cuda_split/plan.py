@@ -89,6 +89,7 @@ MNEMONICS = {
 FIXED_NAMES = {
     "cpp4.ii": "cpp4.ii",
     "cudafe1.cpp": "cudafe1.cpp",
+    "fatbin": "fatbin",
     "fatbin.c": "fatbin.c",
     "module_id": "module_id",
     "reg.c": "reg.c",
@@ -123,6 +124,10 @@ def file_name(stem: str, role: str) -> str:
 # Role of files that nvcc writes but nothing downstream reads (cicc's host-side C and
 # device file in whole-program mode). The runner sends them to a scratch directory.
 SCRATCH = "scratch"
+
+# Role of the tile fatbinary's `--create` file (`--enable-tile`): no rule declares it (the
+# host compile embeds `tile.fatbin.c`), so the runner writes it to the scratch directory.
+TILE_FATBIN = "tile.fatbin"
 
 _ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _FILTER_DEPENDENCIES = re.compile(r"-- Filter Dependencies --(?: > (.+))?")
@@ -438,7 +443,7 @@ def _assign_roles(steps: list[Step]) -> dict[str, str]:
             put(out, f"tile_cubin:{step.arch}")
         elif step.kind == TILE_FATBINARY:
             put(flag_value(step.argv, "--embedded-fatbin"), "tile.fatbin.c")
-            put(flag_value(step.argv, "--create"), "fatbin")
+            put(flag_value(step.argv, "--create"), TILE_FATBIN)
         elif step.kind == FATBINARY:
             put(flag_value(step.argv, "--embedded-fatbin"), "fatbin.c")
             put(flag_value(step.argv, "--create"), "fatbin")

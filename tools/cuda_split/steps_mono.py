@@ -21,7 +21,7 @@ def run_mono(plan: planlib.Plan, args: argparse.Namespace, files: dict[str, str]
     os.makedirs(args.mono_dir, exist_ok=True)
 
     stem = os.path.splitext(os.path.basename(args.src))[0]
-    for role in set(plan.roles.values()) - {planlib.SCRATCH, "fatbin"}:
+    for role in set(plan.roles.values()) - {planlib.SCRATCH, planlib.TILE_FATBIN}:
         if role not in files:
             files[role] = os.path.join(args.mono_dir, planlib.file_name(stem, role))
     for step in plan.steps:
@@ -35,12 +35,13 @@ def run_mono(plan: planlib.Plan, args: argparse.Namespace, files: dict[str, str]
     return 0
 
 
-# --mono-group KIND=DIR: the roles of nvcc's --keep files that go to output group KIND.
-MONO_GROUP_ROLES = {"ptx": "ptx:", "cubin": "cubin:", "fatbin": "fatbin.c"}
+# --mono-group KIND=DIR: the roles of nvcc's --keep files that go to output group KIND
+# (`kind:` prefixes of per-arch roles, else one role).
+MONO_GROUP_ROLES = {"ptx": "ptx:", "cubin": "cubin:", "fatbin": "fatbin"}
 
 
 def copy_mono_groups(files: Mapping[str, str], groups: Sequence[str]) -> None:
-    """Copies the PTX, cubins and embedded fatbins of a mono compile into the
+    """Copies the PTX, cubins and fatbinary of a mono compile into the
     directories of their output groups (cuda_ptx, cuda_cubin, cuda_fatbin)."""
     for pair in groups:
         kind, _, directory = pair.partition("=")
@@ -51,5 +52,7 @@ def copy_mono_groups(files: Mapping[str, str], groups: Sequence[str]) -> None:
             )
         os.makedirs(directory, exist_ok=True)
         for role, path in sorted(files.items()):
-            if role.startswith(MONO_GROUP_ROLES[kind]) and os.path.isfile(path):
+            want = MONO_GROUP_ROLES[kind]
+            ok = role.startswith(want) if want.endswith(":") else role == want
+            if ok and os.path.isfile(path):
                 shutil.copyfile(path, os.path.join(directory, os.path.basename(path)))

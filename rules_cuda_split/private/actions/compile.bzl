@@ -112,7 +112,7 @@ def emit_compile_split(
 
     Returns:
       struct(obj, files, ptx, cubins, fatbins): the object, the files by role, and
-      lists of the device files (PTX, cubins, embedded-fatbin sources).
+      lists of the device files (PTX, cubins, the `.fatbin`).
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
@@ -158,9 +158,11 @@ def emit_compile_split(
         obj = files["obj"],
         files = files,
         ptx = [files[r] for r in files if r.startswith("ptx:")],
-        # With --enable-tile, tileiras' cubins and the tile fatbinary too.
+        # With --enable-tile, tileiras' cubins too.
         cubins = [files[r] for r in files if r.split(":")[0] in ("cubin", "tile_cubin")],
-        fatbins = [files[r] for r in ("fatbin.c", "tile.fatbin.c") if r in files],
+        # The fatbinary nvcc --keep writes (`x.fatbin`); the embedded `x.fatbin.c` stays
+        # an input of the host compile only (--tile-only has no SIMT fatbinary).
+        fatbins = [files["fatbin"]] if "fatbin" in files else [],
     )
 
 def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
