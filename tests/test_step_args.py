@@ -52,3 +52,23 @@ def test_bad_kinds_are_refused_naming_them(
         step.parse_args(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_mono_fatbin_group_gets_the_fatbinary_not_its_c_embedding(tmp_path) -> None:
+    """compile_mode=mono's cuda_fatbin directory holds nvcc --keep's `x.fatbin` (issue 30);
+    `x.fatbin.c`, which the host compile embeds, stays in the --mono-dir."""
+    from cuda_split import steps_mono
+
+    files = {}
+    for role, name in (
+        ("fatbin", "x.fatbin"),
+        ("fatbin.c", "x.fatbin.c"),
+        ("ptx:compute_90", "x.compute_90.ptx"),
+    ):
+        files[role] = str(tmp_path / name)
+        (tmp_path / name).write_text(role)
+    groups = {kind: tmp_path / kind for kind in ("ptx", "cubin", "fatbin")}
+    steps_mono.copy_mono_groups(files, [f"{k}={d}" for k, d in groups.items()])
+    assert sorted(p.name for p in groups["fatbin"].iterdir()) == ["x.fatbin"]
+    assert sorted(p.name for p in groups["ptx"].iterdir()) == ["x.compute_90.ptx"]
+    assert list(groups["cubin"].iterdir()) == []
