@@ -51,6 +51,9 @@ class BackendError(RuntimeError):
     pass
 
 
+LAUNCHER = pathlib.Path(__file__).with_name("bgd_launcher.py")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -319,7 +322,13 @@ class Backend:
             config = self.root / "buildgrid.yml"
             config.write_text(self._config(db))
             self.server = self._spawn(
-                ["setpriv", "--pdeathsig", "TERM", "--", str(bgd), "server", "start", str(config)],
+                # bgd_launcher.py: bgd with the !disk-action-cache tag (the cache survives
+                # a restart on the same state directory).
+                [
+                    *("setpriv", "--pdeathsig", "TERM", "--"),
+                    *(str(self.venv / "bin" / "python"), str(LAUNCHER)),
+                    *("server", "start", str(config)),
+                ],
                 "bgd-server",
             )
             self._wait_for_port(self.port, self.server)
@@ -446,8 +455,10 @@ storages:
   - !disk-storage &cas
     path: {self.cas_dir}
 caches:
-  - !lru-action-cache &ac
+  # The LRU cache in memory, and on disk so that a restart keeps it (bgd_launcher.py).
+  - !disk-action-cache &ac
     storage: *cas
+    path: {self.root / "action-cache"}
     max-cached-refs: 100000
     allow-updates: true
     cache-failed-actions: false
@@ -681,30 +692,51 @@ def sweep_stale_state(tmp: str | None = None) -> list[str]:
             pass
         except PermissionError:
             continue
-        pg = owner.get("pg_dir")
-        if pg and os.path.isfile(os.path.join(pg, "data", "postmaster.pid")):
-            subprocess.run(
-                [
-                    "runuser",
-                    "-u",
-                    "postgres",
-                    "--",
-                    str(PG_BIN / "pg_ctl"),
-                    "-D",
-                    os.path.join(pg, "data"),
-                    "-m",
-                    "immediate",
-                    "-w",
-                    "stop",
-                ],
-                capture_output=True,
-                check=False,
-            )
-        if pg:
-            shutil.rmtree(pg, ignore_errors=True)
+        stop_left_over(owner)
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
+
+
+def stop_left_over(owner: dict[str, object]) -> None:
+    """Stops the PostgreSQL of a dead backend (`owner.json`'s pg_dir) and removes its
+    directory; its workers and BuildGrid die with the script (--pdeathsig)."""
+    pg = owner.get("pg_dir")
+    if not isinstance(pg, str) or not pg:
+        return
+    if os.path.isfile(os.path.join(pg, "data", "postmaster.pid")):
+        subprocess.run(
+            [
+                *("runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl")),
+                *("-D", os.path.join(pg, "data"), "-m", "immediate", "-w", "stop"),
+            ],
+            capture_output=True,
+            check=False,
+        )
+    shutil.rmtree(pg, ignore_errors=True)
+
+
+def claim_state_dir(root: pathlib.Path) -> str:
+    """For --state-dir: stops what a killed backend left there (its owner.json names a
+    dead pid); a live owner is an error. Returns a line to print, or ''."""
+    try:
+        owner = json.loads((root / OWNER_FILE).read_text())
+        pid = int(owner["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        stop_left_over(owner)
+        (root / OWNER_FILE).unlink(missing_ok=True)
+        pg = owner.get("pg_dir")
+        return f"stopped PostgreSQL {pg}, left in {root} by backend pid {pid} (killed)"
+    except PermissionError:
+        pass
+    raise BackendError(
+        f"{root} is in use by a running backend, pid {pid} ({root / OWNER_FILE}); "
+        "stop it first, or use another --state-dir"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -752,14 +784,16 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, on_signal)
     backend: Backend | None = None
     try:
+        if not temporary and (note := claim_state_dir(root)):
+            say(note)
         say("looking for CUDA installs to hide from the workers")
         hidden = [] if args.no_hide else default_hidden(exclude=[str(root)])
         hidden += [os.path.realpath(h) for h in args.hide]
         backend = Backend(root, workers=args.workers, port=args.port, hide=hidden)
         backend.start()
-        if temporary:
-            owner = {"pid": os.getpid(), "pg_dir": str(backend.pg_dir)}
-            (root / OWNER_FILE).write_text(json.dumps(owner) + "\n")
+        # Also in a kept state directory: the next start stops a killed one's PostgreSQL.
+        owner = {"pid": os.getpid(), "pg_dir": str(backend.pg_dir)}
+        (root / OWNER_FILE).write_text(json.dumps(owner) + "\n")
         print(f"BuildGrid on {backend.endpoint}, instance {INSTANCE!r}, {args.workers} workers")
         print(
             f"state and logs: {root} "
@@ -792,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
             backend.stop()
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+        elif backend is not None:
+            (root / OWNER_FILE).unlink(missing_ok=True)
     say("stopped" + (f"; removed {root}" if temporary else f"; state kept in {root}"))
     return 0
 
