@@ -74,6 +74,7 @@ def check_file(
         "ptx:compute_90",
         "cubin:sm_80",
         "cubin:sm_90",
+        "fatbin",
     }
     # Template-instance files have no external function: their module id ends in
     # cudafe++'s process id, nvcc's too (docs/fidelity.md).
