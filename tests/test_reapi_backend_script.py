@@ -21,6 +21,7 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -359,3 +360,132 @@ def test_state_dir_kept_and_stale_state_swept(tmp_path: pathlib.Path) -> None:
         killed.stop(signal.SIGKILL)
         if kept is not None:
             kept.stop()
+
+
+def _postmaster(owner: dict[str, str]) -> int:
+    return int(pathlib.Path(owner["pg_dir"], "data", "postmaster.pid").read_text().split()[0])
+
+
+def _tiny_workspace(work: pathlib.Path) -> pathlib.Path:
+    """Two genrules, no external repositories: remote actions at the least cost."""
+    work.mkdir(parents=True)
+    (work / "WORKSPACE").write_text("")
+    (work / "BUILD.bazel").write_text(
+        'genrule(name = "a", outs = ["a.txt"], cmd = "echo a > $@")\n'
+        'genrule(name = "b", srcs = [":a"], outs = ["b.txt"], cmd = "cat $< $< > $@")\n'
+    )
+    return work
+
+
+@pytest.mark.bazel
+def test_state_dir_restart_keeps_action_cache_and_stops_killed_postgres(
+    tmp_path: pathlib.Path,
+) -> None:
+    state = tmp_path / "state"
+    work = _tiny_workspace(tmp_path / "ws")
+    base = tmp_path / "output-base"
+    args = ("--workers=1", "--no-hide", f"--state-dir={state}")
+    first = Script(tmp_path / "first.log", *args)
+    second = None
+    try:
+        first.ready()
+        remote = (*first.flags(), "--remote_default_exec_properties=OSFamily=linux")
+        built = bazel("build", "--jobs=2", *remote, "//:b", cwd=work, output_base=base)
+        assert re.search(r"\b2 remote\b", built.stderr), built.stderr[-2000:]
+        # Killed without notice: its PostgreSQL is left running, the owner file says so.
+        owner = json.loads((state / "owner.json").read_text())
+        assert owner["pid"] == first.popen.pid
+        pg = _postmaster(owner)
+        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert _alive(pg)
+
+        second = Script(tmp_path / "second.log", *args)
+        assert second.ready() == state
+        assert f"by backend pid {first.popen.pid} (killed)" in second.text()
+        deadline = time.monotonic() + 30
+        while _alive(pg) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pg), "the killed backend's PostgreSQL still runs"
+        assert not pathlib.Path(owner["pg_dir"]).exists()
+
+        # A third start on the same state directory is refused, naming the owner.
+        third = subprocess.run(
+            ["bash", str(SCRIPT), "--port", str(free_port()), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert third.returncode == 1
+        assert f"in use by a running backend, pid {second.popen.pid}" in third.stderr
+
+        # The action cache outlived the restart: after `bazel clean`, every action hits.
+        bazel("clean", cwd=work, output_base=base)
+        remote = (*second.flags(), "--remote_default_exec_properties=OSFamily=linux")
+        rebuilt = bazel("build", "--jobs=2", *remote, "//:b", cwd=work, output_base=base)
+        assert re.search(r"\b2 remote cache hit\b", rebuilt.stderr), rebuilt.stderr[-2000:]
+        assert second.stop(signal.SIGINT) == 0, second.text()[-3000:]
+        assert not (state / "owner.json").exists()
+    finally:
+        first.stop(signal.SIGKILL)
+        if second is not None:
+            second.stop()
+        bazel("shutdown", cwd=work, output_base=base, check=False)
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for d in pathlib.Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if d.name.isdigit() and text.encode() in (d / "cmdline").read_bytes():
+                found.append(int(d.name))
+    return found
+
+
+@pytest.mark.bazel
+def test_daemon_pid_file_and_stop(tmp_path: pathlib.Path) -> None:
+    state = tmp_path / "state"
+    pid_file = tmp_path / "backend.pid"
+    port = free_port()
+    common = ("--workers=1", "--no-hide", f"--pid-file={pid_file}")
+    started = subprocess.run(
+        ["bash", str(SCRIPT), "--daemon", "--port", str(port), f"--state-dir={state}", *common],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    pid = 0
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        pid = int(pid_file.read_text())
+        assert f"--remote_executor=grpc://127.0.0.1:{port}" in started.stdout
+        assert f"running in the background, pid {pid}, log {state / 'backend.log'}" in (
+            started.stdout
+        )
+        assert _alive(pid)
+        owner = json.loads((state / "owner.json").read_text())
+        pg = _postmaster(owner)
+        workers = [p for p, _busy in _workers(state).values()]
+        assert _alive(pg) and workers and _processes_naming(str(state))
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            pass  # BuildGrid answers
+
+        stopped = subprocess.run(
+            ["bash", str(SCRIPT), "--stop", f"--pid-file={pid_file}"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert f"stopped backend pid {pid}" in stopped.stdout
+        assert not pid_file.exists()
+        deadline = time.monotonic() + 30
+        while (_alive(pg) or _processes_naming(str(state))) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid) and not _alive(pg)
+        assert not [w for w in workers if _alive(w)]
+        assert not _processes_naming(str(state)), "a process of the backend outlived --stop"
+        assert "stopped; state kept in" in (state / "backend.log").read_text()
+    finally:
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGTERM)

@@ -739,6 +739,60 @@ def claim_state_dir(root: pathlib.Path) -> str:
     )
 
 
+def daemonize(argv: list[str], log: pathlib.Path, pid_file: pathlib.Path) -> int:
+    """Starts this script with `argv` in a new session, output to `log`; waits until it
+    serves (its Bazel flags printed here) or dies (its log printed, 1)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = log.stat().st_size if log.exists() else 0
+    with open(log, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    while True:
+        with open(log, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        if "Ctrl-C stops everything." in text and pid_file.exists():
+            print(text.replace("Ctrl-C stops everything.", "").rstrip())
+            print(f"running in the background, pid {child.pid}, log {log}")
+            print(f"stop: scripts/reapi_backend.sh --stop --pid-file {pid_file}")
+            return 0
+        if child.poll() is not None:
+            print(text, end="")
+            say(f"the backend exited ({_how(child.returncode)}); log {log}", err=True)
+            return 1
+        time.sleep(0.2)
+
+
+def stop_daemon(pid_file: pathlib.Path, timeout: float = 120.0) -> int:
+    """SIGTERM to the pid in `pid_file`; waits until it has stopped everything."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        say(f"no backend pid in {pid_file} (not running, or not this pid file)", err=True)
+        return 1
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        say(f"backend pid {pid} of {pid_file} is not running; removed the pid file")
+        pid_file.unlink(missing_ok=True)
+        return 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            say(f"stopped backend pid {pid}")
+            return 0
+        time.sleep(0.2)
+    say(f"backend pid {pid} still runs {timeout:.0f} s after SIGTERM", err=True)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description="Run a BuildGrid REAPI backend (PostgreSQL, BuildGrid, workers that "
@@ -765,9 +819,43 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--no-hide", action="store_true", help="let actions see the host's CUDA installs"
     )
+    p.add_argument(
+        "--daemon",
+        action="store_true",
+        help="run in the background: print the Bazel flags once it serves, then return; "
+        "its output goes to --log (default: STATE_DIR/backend.log)",
+    )
+    p.add_argument("--log", default="", metavar="FILE", help="with --daemon: the log file")
+    p.add_argument(
+        "--pid-file",
+        default="",
+        metavar="FILE",
+        help="write the backend's pid to FILE while it serves (removed on exit); "
+        "SIGTERM to that pid stops everything",
+    )
+    p.add_argument(
+        "--stop",
+        action="store_true",
+        help="stop the backend of --pid-file FILE (SIGTERM, then wait until it is gone)",
+    )
     args = p.parse_args(argv)
     if args.workers < 1:
         p.error("--workers must be at least 1")
+    if args.stop:
+        if not args.pid_file:
+            p.error("--stop needs --pid-file FILE")
+        return stop_daemon(pathlib.Path(args.pid_file))
+    if args.daemon:
+        if not args.pid_file:
+            p.error("--daemon needs --pid-file FILE (what --stop reads)")
+        if not (args.log or args.state_dir):
+            p.error("--daemon needs --log FILE or --state-dir DIR (the log goes there)")
+        argv = sys.argv[1:] if argv is None else argv
+        return daemonize(
+            [a for a in argv if a != "--daemon"],
+            pathlib.Path(args.log or pathlib.Path(args.state_dir, "backend.log")).absolute(),
+            pathlib.Path(args.pid_file).absolute(),
+        )
 
     for d in sweep_stale_state():
         say(f"removed {d}, left by a backend that was killed")
@@ -811,6 +899,10 @@ def main(argv: list[str] | None = None) -> int:
             "the backend is down): bazel build --config=remote "
             f"--remote_executor={backend.endpoint} --remote_instance_name={INSTANCE} ..."
         )
+        if args.pid_file:
+            pid_file = pathlib.Path(args.pid_file)
+            pid_file.write_text(f"{os.getpid()}\n")
+            print(f"pid file: {pid_file} (stop: {sys.argv[0]} --stop --pid-file {pid_file})")
         print("Ctrl-C stops everything.", flush=True)
         while not stop:
             for event in backend.supervise():
@@ -828,6 +920,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
         elif backend is not None:
             (root / OWNER_FILE).unlink(missing_ok=True)
+        if args.pid_file and backend is not None:
+            pathlib.Path(args.pid_file).unlink(missing_ok=True)
     say("stopped" + (f"; removed {root}" if temporary else f"; state kept in {root}"))
     return 0
 
