@@ -55,8 +55,10 @@ def build_dag(
     # and, with -G, the cubin name them, and the output is then nvcc --keep's own.
     files: dict[str, str] = {}
     keep = planlib.KEEP_DIR + "/"
+    # nvcc's --create copies of the fatbins go to scratch: the .fatbin.c files carry them.
+    unkept = (planlib.SCRATCH, "fatbin", planlib.TILE_FATBIN, "obj")
     for path, role in plan.roles.items():
-        if role in (planlib.SCRATCH, "fatbin", "obj") or not path.startswith(keep):
+        if role in unkept or not path.startswith(keep):
             continue
         files[role] = os.path.join(work_dir, path[len(keep) :])
     scratch = os.path.join(work_dir, "scratch")
