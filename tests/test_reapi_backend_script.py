@@ -275,13 +275,23 @@ def test_worker_killed_mid_build_and_backend_down(
         # What the script found is hidden from actions on its workers: the directories
         # are empty, the stray file cannot be run.
         listed = " ".join(str(fake_installs[n]) for n in ("sdk_nvcc", "wheel_cudart"))
+        # SDKs unpacked after the start, where no scan saw them (--confine): a new
+        # directory under /tmp, and one in the test's own tree.
+        later = [pathlib.Path(tempfile.mkdtemp(prefix="later-sdk-")), base / "later-sdk"]
+        for sdk in later:
+            (sdk / "bin").mkdir(parents=True)
+            (sdk / "bin" / "nvcc").write_text("#!/bin/sh\necho nvcc\n")
+            (sdk / "bin" / "nvcc").chmod(0o755)
+        # (genrule-setup.sh sets -e: the first may fail, the second fails the action.)
+        run_later = f"{later[0]}/bin/nvcc || true; {later[1]}/bin/nvcc"
         (work / "probe").mkdir()
         (work / "probe" / "BUILD.bazel").write_text(
             f'genrule(name = "ls", outs = ["ls.txt"], cmd = "ls -l {listed} > $@")\n'
             f'genrule(name = "run", outs = ["run.txt"], '
             f'cmd = "{fake_installs["stray_nvcc"]} > $@")\n'
+            f'genrule(name = "later", outs = ["later.txt"], cmd = "({run_later}) > $@")\n'
         )
-        for probe_target in ("//probe:ls", "//probe:run"):
+        for probe_target in ("//probe:ls", "//probe:run", "//probe:later"):
             local_probe = bazel(
                 "build", probe_target, cwd=work, output_base=local_base, check=False
             )
@@ -293,6 +303,7 @@ def test_worker_killed_mid_build_and_backend_down(
             "--remote_default_exec_properties=OSFamily=linux",
             "//probe:ls",
             "//probe:run",
+            "//probe:later",
             cwd=work,
             output_base=remote_base,
             check=False,
@@ -300,9 +311,14 @@ def test_worker_killed_mid_build_and_backend_down(
         assert probe.returncode != 0, "an action saw a CUDA install the script should hide"
         for n in ("sdk_nvcc", "wheel_cudart"):
             assert f"cannot access '{fake_installs[n]}'" in probe.stderr, probe.stderr[-3000:]
-        assert f"{fake_installs['stray_nvcc']}: Permission denied" in probe.stderr, probe.stderr[
-            -3000:
-        ]
+        # The stray file lies under /tmp, which --confine covers too.
+        stray = f"{fake_installs['stray_nvcc']}: (Permission denied|No such file or directory)"
+        assert re.search(stray, probe.stderr), probe.stderr[-3000:]
+        for sdk in later:
+            assert f"{sdk}/bin/nvcc: No such file or directory" in probe.stderr, probe.stderr[
+                -3000:
+            ]
+        shutil.rmtree(later[0])
 
         # The backend stopped mid-build, with the .bazelrc's --config=remote: the build
         # completes here, and says so without a DEBUG line per action.

@@ -379,6 +379,9 @@ class Backend:
             f"--bot-id={socket.gethostname()}-{name}-{os.getpid()}",
             *(f"--property={k}={v}" for k, v in PLATFORM.items()),
             *(f"--hide={h}" for h in self.hidden),
+            # Beyond the scan: all but the system's directories and the workers' own
+            # (one bind for work and cache dirs, so that hard links between them work).
+            *(["--confine", f"--allow={self.root / 'workers'}"] if self.hidden else []),
         ]
         proc = self._spawn(cmd, name)
         (work / "pid").write_text(f"{proc.pid}\n")

@@ -15,7 +15,12 @@ protobuf modules and grpcio), started by `backend.py` under `unshare --mount` so
 `--hide PATH` mounts an empty read-only tmpfs over a directory, an empty file of mode 000
 over a file (only inside a private mount namespace; the worker refuses otherwise): with
 the machine's CUDA installs hidden, an action that reads an SDK file it did not declare
-fails.
+fails. `--confine` hides more: every directory under `/` but the system's (`/usr`, `/bin`,
+`/lib*`, `/etc`, `/dev`, `/proc`, `/sys`, `/run`, `/var` less `/var/tmp`) gets an empty
+read-only tmpfs, with the worker's own paths (`--work-dir`, `--cache-dir`, its Python and
+script, each `--allow`) bound back into it: an SDK unpacked anywhere else, even after the
+worker started (another workspace's output base under `/root`, `/tmp`, `/work`...), is not
+there for actions.
 
 SIGTERM: the running action is killed and its lease returned as UNAVAILABLE (BuildGrid
 retries it elsewhere), the session is closed with BOT_TERMINATING, and the worker exits.
@@ -631,6 +636,56 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+# Top-level directories `--confine` leaves visible: what a command needs to run.
+SYSTEM_DIRS = frozenset(
+    ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "sys", "run"]
+    + ["var"]
+)
+
+
+def confined_roots() -> list[str]:
+    """What `--confine` covers with a tmpfs: each top-level directory but SYSTEM_DIRS,
+    and /var/tmp."""
+    roots = [
+        f"/{n}"
+        for n in sorted(os.listdir("/"))
+        if n not in SYSTEM_DIRS and os.path.isdir(f"/{n}") and not os.path.islink(f"/{n}")
+    ]
+    return roots + ["/var/tmp"] * os.path.isdir("/var/tmp")
+
+
+def confine(allow: list[str]) -> None:
+    """Covers each of confined_roots() with an empty read-only tmpfs, then binds each
+    allowed path (opened before, so still reachable) back at its place."""
+    allowed = sorted({os.path.realpath(a) for a in allow if os.path.exists(a)})
+    # An allowed path under another one comes back with it.
+    allowed = [a for a in allowed if not any(a.startswith(b + "/") for b in allowed)]
+    fds = {a: os.open(a, os.O_PATH) for a in allowed}
+    for root in confined_roots():
+        under = [a for a in allowed if a == root or a.startswith(root + "/")]
+        if root in under:
+            continue
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "cuda-split-hidden", root],
+            check=True,
+        )
+        for a in under:
+            if os.path.isdir(f"/proc/self/fd/{fds[a]}"):
+                os.makedirs(a, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(a), exist_ok=True)
+                open(a, "ab").close()
+            # The fd's magic link still names the path under the tmpfs.
+            subprocess.run(
+                ["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{fds[a]}", a],
+                check=True,
+            )
+        subprocess.run(["mount", "-o", "remount,ro", root], check=True)
+        log(f"confined {root}" + (f" (but {', '.join(under)})" if under else ""))
+    for fd in fds.values():
+        os.close(fd)
+
+
 def hide(paths: list[str], work_dir: str) -> None:
     """Hides each path, in this process's own mount namespace: an empty read-only tmpfs
     over a directory, an empty file that nobody may read or run over a file."""
@@ -671,6 +726,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--hide", action="append", default=[], help="a directory or file actions must not see"
     )
+    p.add_argument(
+        "--confine",
+        action="store_true",
+        help="hide all but the system's directories and the worker's own (see --allow)",
+    )
+    p.add_argument("--allow", action="append", default=[], help="a path --confine leaves visible")
     p.add_argument("--keep-dirs", action="store_true", help="keep action dirs (debugging)")
     return p.parse_args(argv)
 
@@ -686,6 +747,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     WORKER_NAME = args.bot_id
     os.makedirs(args.work_dir, exist_ok=True)
+    if args.confine:
+        if os.readlink("/proc/self/ns/mnt") == os.readlink(f"/proc/{os.getppid()}/ns/mnt"):
+            sys.exit("worker: --confine needs a private mount namespace (`unshare --mount`)")
+        own = [args.work_dir, args.cache_dir, sys.prefix, sys.base_prefix, sys.executable]
+        confine([*own, os.path.dirname(os.path.abspath(__file__)), *args.allow])
     hide(args.hide, args.work_dir)
     worker = Worker(args)
 
