@@ -454,8 +454,9 @@ connections:
     pool-size: 10
     max-overflow: 20
 storages:
-  # On disk, so that a test can corrupt a blob where it lies.
-  - !disk-storage &cas
+  # On disk, so that a test can corrupt a blob where it lies; each blob checked when
+  # served, a corrupt one removed (verified_storage.py).
+  - !verified-disk-storage &cas
     path: {self.cas_dir}
 caches:
   # The LRU cache in memory, and on disk so that a restart keeps it (bgd_launcher.py).

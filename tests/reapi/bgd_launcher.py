@@ -11,6 +11,9 @@ miss, so the cache outlives the server:
       storage: *cas
       path: /state/action-cache
       max-cached-refs: 100000
+
+and, from `verified_storage.py` (imported here), `!verified-disk-storage`: a disk CAS that
+checks each blob it serves.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import tempfile
 from typing import Any
 
+import verified_storage
 from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2 import (
     ActionResult,
     Digest,
@@ -105,6 +109,7 @@ def _schema_with_disk_cache(strict: bool = False) -> Any:
     if strict:
         defs["disk-action-cache"]["additionalProperties"] = False
     defs["cache"]["oneOf"].append({"$ref": "#/definitions/disk-action-cache"})
+    verified_storage.add_to_schema(schema)
     return schema
 
 
