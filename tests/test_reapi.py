@@ -761,7 +761,13 @@ def test_corrupted_cas_blob_is_detected_not_used(
     print("input repaired:", repaired, _summary_line(fallback.stderr))
     said = (backend.root / "bgd-server.log").read_text(errors="replace")
     assert said.count(f"corrupt blob {digest}/{len(good)}: removed") == 1, said[-3000:]
+    # The worker cannot fetch it: the build fails naming it; the next one uploads it
+    # again (the CAS is repaired) and runs everything remotely.
+    assert proc.returncode != 0
+    assert f"FAILED_PRECONDITION: CAS has no blob {digest}/{len(good)}" in proc.stderr
     assert fallback.returncode == 0, fallback.stderr[-3000:]
+    assert repaired
+    assert re.search(r"\d+ remote\.", _summary_line(fallback.stderr)), fallback.stderr[-2000:]
 
 
 # ------------------------------------------------------------------------------------
