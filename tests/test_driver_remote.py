@@ -254,14 +254,18 @@ def test_corrupted_cas_blob_is_not_used(
             "t.csv",
             "--explain",
         )
+        # The backend checks what it serves: it dropped the corrupt blob and answered
+        # NOT_FOUND; the step ran here and uploaded its cubin again (tests/reapi).
+        repaired = blob.is_file() and blob.read_bytes() == cubin
     finally:
         blob.write_bytes(cubin)
     rows = cache_column(b / "t.csv")
     assert rows[("ptxas", "sm_90")] == "miss", proc.stderr
     assert rows[("ptxas", "sm_80")] == rows[("cicc", "compute_90")] == "remote-hit"
     line = next(ln for ln in proc.stderr.splitlines() if "ptxas[sm_90]" in ln)
-    assert f"remote entry not used: CAS blob {digest}/{len(cubin)}" in line, line
-    assert "has content" in line and "warning" not in proc.stderr
+    assert f"remote entry not used: CAS has no blob {digest}/{len(cubin)}" in line, line
+    assert "NOT_FOUND" in line and "warning" not in proc.stderr
+    assert repaired, "the step's upload did not repair the CAS"
     assert (b / "k.o").read_bytes() == ref.read_bytes()
 
 

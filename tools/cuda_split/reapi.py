@@ -81,6 +81,15 @@ class DigestMismatch(RemoteError):
         )
 
 
+class BlobMissing(RemoteError):
+    """The CAS answers NOT_FOUND for a blob an action result names (e.g. a backend that
+    dropped a blob it found corrupt): that entry is unusable, the remote is not."""
+
+    def __init__(self, d: Any, status: str) -> None:
+        self.digest = d
+        super().__init__(f"CAS has no blob {d.hash}/{d.size_bytes} ({status})")
+
+
 def digest_of(data: bytes) -> Any:
     return Digest(hash=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
 
@@ -330,6 +339,8 @@ class Client:
             req.digests.extend(batch)
             resp = self._batch_read(req, timeout=RPC_TIMEOUT_S)
             for r in resp.responses:
+                if r.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
+                    raise BlobMissing(r.digest, status_text(r.status.code, r.status.message))
                 if r.status.code != 0:
                     raise RemoteError(
                         f"BatchReadBlobs {r.digest.hash}/{r.digest.size_bytes}: "

@@ -193,6 +193,11 @@ class Remote:
             with self._lock:
                 self._corrupt.add(reapi.key(e.expected))
             return None, f"remote entry not used: {e}"
+        except reapi.BlobMissing as e:
+            # Uploaded again with the step's outputs: the CAS is repaired.
+            with self._lock:
+                self._corrupt.add(reapi.key(e.digest))
+            return None, f"remote entry not used: {e}"
         except MissingOutput as e:
             return None, f"remote entry not used: {e}"
         except (grpc.RpcError, reapi.RemoteError) as e:
