@@ -116,3 +116,35 @@ def test_bad_load_average_names_the_value(bad, capsys):
 def test_load_average_is_a_driver_option_with_a_value():
     d, nvcc, rest = driver.split_command_line(["--load-average", "8", "nvcc", "-c", "x.cu"])
     assert d == ["--load-average", "8"] and nvcc == "nvcc" and rest == ["-c", "x.cu"]
+
+
+def test_slots_size_the_pool_from_the_option_the_environment_or_the_cores(monkeypatch, tmp_path):
+    """--slots N, else $CUDA_SPLIT_SLOTS, else the cores: the measured best parallelism of
+    a machine whose nproc overstates it (benchmarks/throughput.py)."""
+    monkeypatch.delenv("CUDA_SPLIT_SLOTS", raising=False)
+    monkeypatch.setattr(sysload.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    pool_dir = str(tmp_path / "pool")
+    assert opts().slots is None
+    assert driver.open_pool(opts("--slot-pool", pool_dir), None).slots == 3
+    assert driver.open_pool(opts("--slot-pool", pool_dir, "--slots", "7"), None).slots == 7
+    monkeypatch.setenv("CUDA_SPLIT_SLOTS", "5")
+    assert driver.open_pool(opts("--slot-pool", pool_dir), None).slots == 5
+    assert opts("--slots=2").slots == 2  # the option before the environment
+
+
+@pytest.mark.parametrize(
+    "argv, env, said",
+    [
+        (["--slots", "0"], None, "--slots 0: expected a whole number of slots >= 1"),
+        (["--slots", "x4"], None, "--slots x4: expected a whole number of slots >= 1"),
+        ([], "-3", "$CUDA_SPLIT_SLOTS -3: expected a whole number of slots >= 1"),
+    ],
+)
+def test_bad_slots_name_the_value_and_where_it_came_from(argv, env, said, monkeypatch, capsys):
+    if env is None:
+        monkeypatch.delenv("CUDA_SPLIT_SLOTS", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_SPLIT_SLOTS", env)
+    with pytest.raises(SystemExit):
+        opts(*argv)
+    assert said in capsys.readouterr().err

@@ -26,7 +26,7 @@ def open_pool(opts: Options, jobserver: jobserverlib.Jobserver | None) -> slotsl
         return None
     directory = opts.slot_pool or slotslib.default_dir()
     try:
-        return slotslib.SlotPool(directory, sysload.cores())
+        return slotslib.SlotPool(directory, opts.slots or sysload.cores())
     except slotslib.PoolError as e:
         say(f"warning: {e}; limiting steps by the load instead")
         return None

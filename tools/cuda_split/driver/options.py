@@ -18,6 +18,8 @@ from cuda_split.driver.common import PROG
 # ---------------------------------------------------------------------------------------
 # Running
 
+SLOTS_ENV = "CUDA_SPLIT_SLOTS"
+
 
 @dataclasses.dataclass
 class Options:
@@ -44,6 +46,8 @@ class Options:
     # The slot pool shared with the build's other nvcc-split processes: its directory,
     # "" for the default one, None for none (see slots.py).
     slot_pool: str | None = ""
+    # The pool's slots: --slots, $CUDA_SPLIT_SLOTS, else the cores (None here).
+    slots: int | None = None
     trace: str = ""  # a file that gets a JSON line per step run ("" for none)
 
 
@@ -91,6 +95,16 @@ def _driver_parser() -> argparse.ArgumentParser:
         "share when there is no jobserver and no --load-average: one slot per core, a "
         "free slot to the step with the longest remaining chain in any of them (default: "
         f"{slotslib.default_dir()})",
+    )
+    p.add_argument(
+        "--slots",
+        default=None,
+        metavar="N",
+        help="the slot pool's size: steps of the build's nvcc-split processes at once "
+        "(default: $CUDA_SPLIT_SLOTS, else the cores). Where N compiles at once finish "
+        "no faster than fewer (SMT threads, a VM's shared cores), give the machine's "
+        "measured best (benchmarks/throughput.py): the pool then runs the critical "
+        "chains at full speed instead of all steps slower",
     )
     p.add_argument(
         "--no-slot-pool",
@@ -269,6 +283,13 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         p.error(
             f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 (0: no limit)"
         )
+    slots = None
+    for value, origin in ((ns.slots, "--slots"), (os.environ.get(SLOTS_ENV), f"${SLOTS_ENV}")):
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                p.error(f"{origin} {value}: expected a whole number of slots >= 1")
+            slots = int(value)
+            break
     properties = []
     for prop in ns.remote_exec_property:
         name, sep, value = prop.partition("=")
@@ -281,6 +302,7 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         jobs_given=ns.jobs is not None,
         load_average=ns.load_average,
         slot_pool=None if ns.no_slot_pool else ns.slot_pool,
+        slots=slots,
         trace=os.path.abspath(ns.trace) if ns.trace else "",
         cache_dir=None if ns.no_cache else (ns.cache_dir or cachelib.default_dir()),
         cache_max_size=max_size,
