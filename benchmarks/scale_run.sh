@@ -11,7 +11,7 @@
 # CONFIG_GROUP: nvcc-t, split (split and split-log), nvcc; default all three, in that
 # order (what the targets compare comes first: on the 32-core machine one build of the
 # backend took 10.5 min, so a 30-minute device budget holds the probe and two builds at
-# most). Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default
+# most). nvcc-split's slot pool gets the probe's best level (--slots). Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default
 # /tmp/devout), every measurement to $OUT_DIR/raw/; logs and traces to /tmp/raw.
 set -u
 label=${1:?usage: scale_run.sh LABEL [nvcc-t|split|nvcc ...]}
@@ -25,7 +25,10 @@ cores=$(nproc)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 echo "start $(date -u +%T) cores $cores"
-python3 benchmarks/throughput.py --nvcc "$nvcc" --corpus-dir "$corpus" \
+# Levels up to nproc in quarters (64 cores: 1,16,32,48,64,1), unless $LEVELS says.
+q=$((cores / 4))
+levels=${LEVELS:-1,$q,$((2 * q)),$((3 * q)),$cores,1}
+python3 benchmarks/throughput.py --nvcc "$nvcc" --corpus-dir "$corpus" --levels "$levels" \
   --out "$out/$label-throughput.json" || exit 1
 # Plain nvcc runs one process a file: as many files at once as the probe's best level.
 best=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['best_copies'])" \
@@ -42,7 +45,10 @@ for g in "${groups[@]}"; do
     nvcc) "${run[@]}" --configs nvcc --jobs "$best" --label "$label-nvcc" ;;
     # nvcc-split: two files a core waiting, the steps of all of them on the slot pool
     # (one slot per core), as on 16 cores (--jobs 32 there).
-    split) "${run[@]}" --configs split,split-log --jobs $((2 * cores)) --label "$label-split" ;;
+    # The pool sized to the probe's best level ($CUDA_SPLIT_SLOTS; nproc where that is
+    # the best), not to nproc.
+    split) CUDA_SPLIT_SLOTS=$best "${run[@]}" --configs split,split-log --jobs $((2 * cores)) \
+      --label "$label-split" ;;
     *) echo "scale_run.sh: unknown group '$g' (nvcc-t, nvcc, split)" >&2 ;;
   esac
   echo "$g end $(date -u +%T)"
