@@ -50,6 +50,7 @@ import argparse
 import importlib
 import os
 import pathlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -134,6 +135,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="auto",
         help="nvcc-split's --load-average: 'auto' (not given: its default, the cores, "
         "none under the jobserver) or a number (0: no limit, every step of -j at once)",
+    )
+    p.add_argument(
+        "--split-remote",
+        default="",
+        metavar="URL",
+        help="nvcc-split's REAPI server (grpc://HOST:PORT, instance 'main'): its cache, and "
+        "its workers for cicc and ptxas (--remote-exec); the rest runs here",
     )
     p.add_argument("--scenarios", default="1,2,3", help="which scenarios (default 1,2,3)")
     p.add_argument(
@@ -239,6 +247,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                 raise ValueError
         except ValueError:
             p.error(f"--split-load-average {args.split_load_average}: 'auto' or a number >= 0")
+    if args.split_remote and not re.fullmatch(r"grpcs?://[^/\s]+", args.split_remote):
+        p.error(f"--split-remote {args.split_remote}: expected grpc://HOST:PORT")
     if args.split_jobs not in ("width", "jobserver") and not args.split_jobs.isdigit():
         p.error("--split-jobs: 'width', 'jobserver' or a number")
     return args

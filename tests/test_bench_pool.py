@@ -229,3 +229,29 @@ def test_the_cpu_and_wall_targets_are_issue_15s_for_the_cores_used() -> None:
         "**missed**: +1.5 points over",
     )
     assert got["split wall ≤ 1.00 × nvcc's, full parallelism (2 cores)"] == ("0.480 ×", "met")
+
+
+def test_split_remote_adds_the_servers_options_to_nvcc_split_only(
+    tmp_path: pathlib.Path, monkeypatch, capsys
+) -> None:
+    """--split-remote: nvcc-split's cache and workers on a REAPI server (issue 31's
+    remote runs); a URL that is not grpc://HOST:PORT is refused naming it."""
+    from bench import configs
+    from bench.corpus import Job
+
+    with pytest.raises(SystemExit):
+        run.parse_args(["--split-remote", "localhost:50051"])
+    assert "--split-remote localhost:50051: expected grpc://HOST:PORT" in capsys.readouterr().err
+    assert run.parse_args(["--split-remote", "grpc://10.0.0.2:50051"]).split_remote
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(configs, "run_measured", lambda argv, *a, **k: seen.append(argv))
+    job = Job("examples/saxpy/saxpy.cu", "saxpy.cu", tmp_path, [], False, False)
+    url = "grpc://127.0.0.1:50051"
+    ctx = configs.Ctx("nvcc", {}, 4, "width", "auto", tmp_path, tmp_path, split_remote=url)
+    for config in ("split", "nvcc-t"):
+        configs.compile_task(ctx, config, job, ["sm_90"], "r")()
+    split, nvcc_t = seen
+    at = split.index("--remote")
+    assert split[at : at + 5] == ["--remote", url, "--remote-instance", "main", "--remote-exec"]
+    assert "--remote" not in nvcc_t

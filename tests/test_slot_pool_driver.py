@@ -214,3 +214,28 @@ def test_an_unusable_pool_directory_warns_and_compiles(sdk, tmp_path) -> None:
     proc = _driver(sdk, tmp_path, "--slot-pool", str(blocker / "pool"))
     assert f"warning: slot pool {blocker / 'pool'}" in proc.stderr
     assert (tmp_path / "x.o").stat().st_size > 0
+
+
+def test_offloaded_steps_take_no_slot(tmp_path) -> None:
+    """--remote-exec: cicc and ptxas run on a backend's workers, so they hold none of the
+    client's slots: with one slot, three offloaded steps run at the same time as a local
+    one (all four meet at a barrier, which times out otherwise)."""
+    meet = threading.Barrier(4, timeout=60)
+
+    def run(node):
+        meet.wait()
+        node.rc = 0
+        return node
+
+    pool = slots.SlotPool(str(tmp_path), 1)
+    nodes = nodes_of(["host_compile", "cicc", "cicc", "cicc"])
+    offloaded = lambda n: n.step.kind == "cicc"  # noqa: E731
+    assert driver.run_dag(nodes, run, 8, pool=pool, offloaded=offloaded) == []
+    # Without offloading, the same pool runs one step at a time.
+    rec = Recorder(seconds=0.02)
+    assert (
+        driver.run_dag(nodes_of(["host_compile", "cicc", "cicc"]), rec.runner("q"), 8, pool=pool)
+        == []
+    )
+    assert rec.most == 1
+    pool.close()

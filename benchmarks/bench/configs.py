@@ -59,6 +59,7 @@ class Ctx:
     split_load: str  # nvcc-split's --load-average: "auto" (its default: the cores) or N
     raw: pathlib.Path  # logs and tables
     work: pathlib.Path  # objects, caches
+    split_remote: str = ""  # nvcc-split's REAPI server ("" for none): cache and --remote-exec
 
     def split_j(self, archs: Sequence[str]) -> int:
         """nvcc-split's -j per file under a pool of `jobs` files (README.md)."""
@@ -96,6 +97,8 @@ def compile_task(
             opts = ["-j", str(kw.get("j") or ctx.split_j(archs))]
             if ctx.split_load != "auto":
                 opts += ["--load-average", ctx.split_load]
+            if ctx.split_remote:
+                opts += ["--remote", ctx.split_remote, "--remote-instance", "main", "--remote-exec"]
             # A cache that never evicts during the benchmark (the full backend's
             # entries pass nvcc-split's default bound of 5G).
             opts += (

@@ -78,7 +78,14 @@ class Bench:
         for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
             env.pop(name, None)
         self.ctx = Ctx(
-            self.nvcc, env, args.jobs, args.split_jobs, args.split_load_average, self.raw, self.work
+            self.nvcc,
+            env,
+            args.jobs,
+            args.split_jobs,
+            args.split_load_average,
+            self.raw,
+            self.work,
+            split_remote=args.split_remote,
         )
         self.bazel: Bazel | None = None
 
@@ -150,6 +157,8 @@ class Bench:
             "jobs": args.jobs,
             "split_jobs": args.split_jobs,
             "split_load_average": args.split_load_average,
+            "split_remote": args.split_remote,
+            "slots": os.environ.get("CUDA_SPLIT_SLOTS", ""),
             "split_j": self.ctx.split_j(self.archs),
             "repeats": args.repeats,
             "critical_repeats": args.critical_repeats,

@@ -53,6 +53,7 @@ def run_dag(
     pool: slotslib.SlotPool | None = None,
     trace: Callable[[Node, float, float], None] | None = None,
     known: dict[int, float] | None = None,
+    offloaded: Callable[[Node], bool] | None = None,
 ) -> list[Node]:
     """Run each node once its deps are done; after a failure start no more. The failed
     nodes (a node fails when `run` leaves its rc non-zero).
@@ -77,6 +78,11 @@ def run_dag(
     chain, so that other processes leave the next free slot to it if it is the longest.
     `trace(node, start, end)` is called as each node ends (wall-clock seconds since the
     epoch).
+
+    A node `offloaded(node)` says runs elsewhere (a REAPI worker, --remote-exec) takes
+    no slot, token or load room of this machine: only `jobs` bounds it, and ready ones
+    start before the local ones, so a client of few cores keeps a farm busy while its own
+    steps queue for its cores. (One whose remote run fails runs here without a slot.)
     """
     pending = {n.index: n for n in nodes}
     kinds = {n.index: n.step.kind for n in nodes} if pool is not None else {}
@@ -138,6 +144,9 @@ def run_dag(
                         seconds = {k: estimates.seconds(k, now) for k in set(kinds.values())}
                         chain = slotslib.chains(kinds, users, seconds, known)
                         ready.sort(key=lambda n: -chain[n.index])
+                    remote = {n.index for n in ready if offloaded is not None and offloaded(n)}
+                    if remote:
+                        ready.sort(key=lambda n: n.index not in remote)  # stable
                     # Nodes that may start beside the running ones, by the load; the
                     # first node always starts (it is counted against the room).
                     extra = None
@@ -148,6 +157,14 @@ def run_dag(
                     for node in ready:
                         if len(running) >= limit:
                             break
+                        if node.index in remote:
+                            del pending[node.index]
+                            if pool is not None:
+                                estimates.started(node.index, kinds[node.index], time.monotonic())
+                            fut = executor.submit(work, node, None, None)
+                            running[fut] = (node, False)
+                            fut.add_done_callback(woken)
+                            continue
                         if extra is not None and running:
                             if extra <= 0:
                                 load_held = True

@@ -173,6 +173,12 @@ class Runner:
         rel = os.path.relpath(os.path.realpath(path), self.sdk_top)
         return None if rel.startswith(os.pardir) else f"sdk/{rel}"
 
+    def offloaded(self, node: Node) -> bool:
+        """Whether the step runs on the backend's workers (--remote-exec), not on this
+        machine's cores: the executor gives it no local slot."""
+        remote = self.remote
+        return remote is not None and not remote.failed and not self.spec(node).no_remote_exec
+
     def spec(self, node: Node) -> HermeticStep:
         """The step's hermetic form (see HermeticStep)."""
         found = self._specs.get(node.index)
@@ -565,6 +571,7 @@ class Runner:
                 pool=pool,
                 trace=self.trace_step if self.opts.trace else None,
                 known=known,
+                offloaded=self.offloaded if self.opts.remote_exec else None,
             )
         finally:
             if self.cache is not None:
