@@ -108,3 +108,56 @@ def test_run_py_dispatches_a_named_scenario(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         run.main(["occupancy", "--help"])
     assert "usage: run.py occupancy" in capsys.readouterr().out
+
+
+def test_a_remote_build_runs_cicc_and_ptxas_on_workers_beside_the_clients_cores(tmp_path, capsys):
+    # Four files: a 1 s preprocess, a 4 s cicc, a 1 s host compile, one after another;
+    # a client of 1 core. With 4 workers the preprocesses run in a row (0-4 s) and each
+    # cicc starts remotely as its preprocess ends (1-5, 2-6, 3-7, 4-8 s); the host
+    # compiles follow on the core: 9 s. One worker runs the cicc in a row: 1 + 4 x 4 + 1
+    # = 18 s. Without workers everything is the core's: 24 s; one file at a time, too.
+    steps = [("host_preprocess", "", 1.0), ("cicc", "compute_90", 4.0), ("host_compile", "", 1.0)]
+    trace = _write(tmp_path / "t.jsonl", {pid: steps for pid in (1, 2, 3, 4)})
+    procs = replay.load([trace])
+    assert replay.replay(procs, 1, "pid", workers=4) == pytest.approx(9.0)
+    assert replay.replay(procs, 1, "pid", workers=4, overhead=0.5) == pytest.approx(9.5)
+    assert replay.replay(procs, 1, "pid", workers=1) == pytest.approx(18.0)
+    assert replay.replay(procs, 1, "pid") == pytest.approx(24.0)
+    assert replay.replay(procs, 1, "pid", workers=4, files_at_once=1) == pytest.approx(24.0)
+    assert run.main(["replay", str(trace), "--cores", "1", "--workers", "4", "--rules", "pid"]) == 0
+    out = capsys.readouterr().out
+    # The bound: the core's 8 s of local steps (the workers' 16 s of cicc take 4 s).
+    assert "| pid | 9.0 |" in out and "bound 8.0 s" in out
+
+
+# nvcc-split's cold build of ggml's whole backend (144 files, 5 archs) on the 64-core
+# device machine, 64 slots (benchmarks/README.md, "The 64-core run"): its trace, only the
+# fields the replay reads, times from the first step.
+TRACE_64 = REPO / "tests" / "data" / "full-64core-split-cold.trace.jsonl.gz"
+
+
+def test_the_replay_of_the_64_core_build_is_within_2_percent_of_its_wall():
+    """The simulator checked against a real run (issue 31): the trace replayed on the 64
+    slots it ran on, by nvcc-split's own rule, ends within 2 % of the measured 238.0 s."""
+    procs = replay.load([TRACE_64])
+    assert len(procs) == 144 and sum(len(p.steps) for p in procs) == 2736
+    measured = replay.measured([TRACE_64])
+    assert measured == pytest.approx(238.0, abs=0.1)
+    assert replay.replay(procs, 64, "pid") == pytest.approx(measured, rel=0.02)
+    # The same steps from a 2-core client with --remote-exec: bound by the client's own
+    # steps (1,740 s of them at that machine's speed, ÷ 2) from 32 workers up.
+    local = sum(
+        s.seconds for p in procs for s in p.steps.values() if s.kind not in replay.REMOTE_KINDS
+    )
+    walls = {n: replay.replay(procs, 2, "pid", workers=n, files_at_once=16) for n in (8, 32)}
+    assert walls[32] == pytest.approx(local / 2, rel=0.05)
+    assert walls[8] > 1.5 * walls[32]
+
+
+def test_the_median_of_the_others_leaves_one_own_value_out():
+    assert replay._median_without([1.0, 2.0, 3.0, 10.0], 10.0) == 2.0
+    assert replay._median_without([1.0, 2.0, 3.0, 10.0], 1.0) == 3.0
+    assert replay._median_without([1.0, 2.0, 2.0, 4.0], 2.0) == 2.0
+    assert replay._median_without([1.0, 2.0, 3.0, 10.0], None) == 2.5
+    assert replay._median_without([5.0], 5.0) is None
+    assert replay._median_without([], None) is None

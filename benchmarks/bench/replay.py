@@ -1,6 +1,7 @@
 """Replay an nvcc-split build's trace as the slot pool would schedule it, by another rule.
 
     python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
+        [--workers N --overhead S --files-at-once J]   # a remote build: cicc, ptxas on N
 
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
 
@@ -39,10 +40,11 @@ compile last); without sizes, the host side ranks by the defaults.
 from __future__ import annotations
 
 import argparse
+import bisect
+import gzip
 import heapq
 import json
 import pathlib
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -103,9 +105,16 @@ def _kind_deps(steps: dict[int, Step]) -> None:
             s.deps = set()
 
 
+def _text(path: pathlib.Path) -> str:
+    """A trace's text; gzip-compressed where its name ends in .gz."""
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text()
+
+
 def steps_of(path: pathlib.Path) -> list[dict]:
     """The step lines of an nvcc-split --trace (not the processes' closing lines)."""
-    lines = path.read_text().splitlines()
+    lines = _text(path).splitlines()
     return [r for r in (json.loads(line) for line in lines if line.strip()) if "step" in r]
 
 
@@ -116,7 +125,7 @@ def driver_cpu(paths: Sequence[pathlib.Path]) -> float | None:
     own = [
         float(r["driver_cpu"])
         for path in paths
-        for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+        for r in (json.loads(line) for line in _text(path).splitlines() if line.strip())
         if "driver_cpu" in r
     ]
     return sum(own) if own else None
@@ -185,8 +194,40 @@ def longest_path(paths: Sequence[pathlib.Path]) -> float:
     return max((critical_path(p) for p in load(paths)), default=0.0)
 
 
-def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
-    """The wall of the build replayed on `cores` slots by `rule` (one of RULES)."""
+def _median_without(ordered: list[float], value: float | None) -> float | None:
+    """The median of the sorted `ordered` with one occurrence of `value` left out (none
+    if it is None); None for an empty rest."""
+    skip = None if value is None else bisect.bisect_left(ordered, value)
+    n = len(ordered) - (skip is not None)
+    if n <= 0:
+        return None
+
+    def at(j: int) -> float:
+        return ordered[j + 1 if skip is not None and j >= skip else j]
+
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+
+
+# What nvcc-split --remote-exec runs on a backend's workers (driver/runner.py's
+# REMOTE_EXEC_KINDS); the rest runs on the client's slots.
+REMOTE_KINDS = frozenset({"cicc", "ptxas"})
+
+
+def replay(
+    procs: Sequence[Process],
+    cores: int,
+    rule: str,
+    workers: int = 0,
+    overhead: float = 0.0,
+    files_at_once: int = 0,
+) -> float:
+    """The wall of the build replayed on `cores` slots by `rule` (one of RULES).
+
+    With `workers`, a remote build as nvcc-split --remote-exec runs it: cicc and ptxas
+    on `workers` workers (each taking `overhead` seconds more: the round trip, the
+    inputs' upload), started before the local steps and holding no slot of the client's
+    `cores`. With `files_at_once`, a file starts as soon as fewer than that many are
+    unfinished (make -jN's pool), instead of when it started in the trace."""
     if rule not in RULES:
         raise ValueError(f"rule {rule!r}: expected one of {', '.join(RULES)}")
     for p in procs:
@@ -204,20 +245,64 @@ def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
         order = lambda chain, p: (-round(chain * 1000), len(p.running), p.pid)  # noqa: E731
     else:
         order = lambda chain, p: (-round(chain * 1000), p.pid)  # noqa: E731
-    ends: list[tuple[float, int, int, int]] = []  # (end, seq, pid, step)
+    ends: list[tuple[float, int, int, int, bool]] = []  # (end, seq, pid, step, remote)
     by_pid = {p.pid: p for p in procs}
     now, seq = 0.0, 0
+    remote_running = 0
+    arrival = {p.pid: p.arrival for p in procs}
+    queue = sorted(procs, key=lambda p: (p.arrival, p.pid)) if files_at_once else []
+    if files_at_once:
+        arrival = {p.pid: float("inf") for p in procs}
+
+    def remote(pid: int, index: int) -> bool:
+        return workers > 0 and by_pid[pid].steps[index].kind in REMOTE_KINDS
+
+    def start(pool: dict[int, list[tuple[float, int]]], free: int, far: bool, now: float) -> int:
+        """Starts the best waiting steps of `pool` on `free` slots; how many it started."""
+        nonlocal seq
+        count = 0
+        while count < free and pool:
+            pid = min(pool, key=lambda k: order(pool[k][0][0], by_pid[k]))
+            p = by_pid[pid]
+            _, index = pool[pid].pop(0)
+            if not pool[pid]:
+                del pool[pid]
+            p.running.add(index)
+            p.started[index] = now
+            assert p.estimates is not None
+            p.estimates.started(index, p.steps[index].kind, now)
+            took = p.steps[index].seconds + (overhead if far else 0.0)
+            heapq.heappush(ends, (now + took, seq, pid, index, far))
+            seq += 1
+            count += 1
+        return count
+
     while not all(p.finished for p in procs):
-        live = [p for p in procs if p.arrival <= now and not p.finished]
+        started = [p for p in procs if arrival[p.pid] <= now and not p.finished]
+        while queue and len(started) < files_at_once:
+            q = queue.pop(0)
+            arrival[q.pid] = now
+            started.append(q)
+        live = [p for p in procs if arrival[p.pid] <= now and not p.finished]
         ready: dict[int, list[tuple[float, int]]] = {}
+        # What each live process saw, once per event; each process's floor is the
+        # median of the others' (slots.SlotPool.shared_seconds).
+        seen = {q.pid: q.estimates.seen() for q in live if q.estimates}
+        by_kind: dict[str, list[float]] = {}
+        for values in seen.values():
+            for kind, value in values.items():
+                by_kind.setdefault(kind, []).append(value)
+        for values in by_kind.values():
+            values.sort()
         for p in live:
             assert p.estimates is not None
-            others = [q.estimates.seen() for q in live if q is not p and q.estimates]
-            shared: dict[str, list[float]] = {}
-            for seen in others:
-                for kind, value in seen.items():
-                    shared.setdefault(kind, []).append(value)
-            p.estimates.shared = {k: statistics.median(v) for k, v in shared.items()}
+            mine = seen.get(p.pid, {})
+            shared = {}
+            for kind, values in by_kind.items():
+                median = _median_without(values, mine.get(kind))
+                if median is not None:
+                    shared[kind] = median
+            p.estimates.shared = shared
             kinds = {i: s.kind for i, s in p.steps.items()}
             seconds = {k: p.estimates.seconds(k, now) for k in set(kinds.values())}
             mine = None
@@ -233,25 +318,20 @@ def replay(procs: Sequence[Process], cores: int, rule: str) -> float:
             ]
             if waiting:
                 ready[p.pid] = sorted(waiting, key=lambda w: (-w[0], w[1]))  # as run_dag
-        free = cores - len(ends)
-        while free > 0 and ready:
-            pid = min(ready, key=lambda q: order(ready[q][0][0], by_pid[q]))
-            p = by_pid[pid]
-            _, index = ready[pid].pop(0)
-            if not ready[pid]:
-                del ready[pid]
-            p.running.add(index)
-            p.started[index] = now
-            assert p.estimates is not None
-            p.estimates.started(index, p.steps[index].kind, now)
-            heapq.heappush(ends, (now + p.steps[index].seconds, seq, pid, index))
-            seq += 1
-            free -= 1
-        arrivals = [p.arrival for p in procs if p.arrival > now]
+
+        far: dict[int, list[tuple[float, int]]] = {}
+        here: dict[int, list[tuple[float, int]]] = {}
+        for pid, waiting in ready.items():
+            for w in waiting:
+                (far if remote(pid, w[1]) else here).setdefault(pid, []).append(w)
+        remote_running += start(far, workers - remote_running, True, now)
+        start(here, cores - (len(ends) - remote_running), False, now)
+        arrivals = [t for t in arrival.values() if now < t < float("inf")]
         next_end = ends[0][0] if ends else float("inf")
         now = min([next_end, *arrivals])
         while ends and ends[0][0] <= now:
-            _, _, pid, index = heapq.heappop(ends)
+            _, _, pid, index, offloaded = heapq.heappop(ends)
+            remote_running -= offloaded
             p = by_pid[pid]
             p.running.discard(index)
             p.done.add(index)
@@ -272,6 +352,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("traces", nargs="+", type=pathlib.Path, help="nvcc-split --trace files")
     p.add_argument("--cores", type=int, default=16, help="slots to replay on (default 16)")
     p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="replay a remote build (nvcc-split --remote-exec): cicc and ptxas on this many "
+        "workers, the rest on --cores (default 0: every step on --cores)",
+    )
+    p.add_argument(
+        "--overhead",
+        type=float,
+        default=0.0,
+        help="seconds a remote step takes beyond its trace's (round trip, upload)",
+    )
+    p.add_argument(
+        "--files-at-once",
+        type=int,
+        default=0,
+        help="files compiled at once (run.py's --jobs): a file starts when one ends, "
+        "instead of when it started in the trace",
+    )
+    p.add_argument(
         "--rules",
         default=",".join(RULES),
         help=f"comma-separated rules to replay (default: {','.join(RULES)})",
@@ -283,15 +383,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--rules: {', '.join(bad)} unknown; expected some of {', '.join(RULES)}")
     if args.cores < 1:
         p.error(f"--cores {args.cores}: expected at least 1")
+    if args.workers < 0 or args.files_at_once < 0 or args.overhead < 0:
+        p.error("--workers, --files-at-once and --overhead: expected numbers >= 0")
     procs = load(args.traces)
     total = sum(s.seconds for q in procs for s in q.steps.values())
     bound = max(total / args.cores, max(critical_path(q) for q in procs))
+    if args.workers:
+        far = sum(s.seconds for q in procs for s in q.steps.values() if s.kind in REMOTE_KINDS)
+        path = max(critical_path(q) for q in procs)
+        bound = max((total - far) / args.cores, far / args.workers, path)
     wall = measured(args.traces)
     print(f"{len(procs)} files, {total:.1f} step seconds, bound {bound:.1f} s")
     print("| rule | wall s | ÷ bound |")
     print("|---|---|---|")
     print(f"| measured | {wall:.1f} | {wall / bound:.3f} |")
     for rule in rules:
-        replayed = replay(procs, args.cores, rule)
+        replayed = replay(procs, args.cores, rule, args.workers, args.overhead, args.files_at_once)
         print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
     return 0
