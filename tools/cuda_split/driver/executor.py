@@ -127,6 +127,15 @@ def run_dag(
         with concurrent.futures.ThreadPoolExecutor(limit) as executor:
             # future -> (node, whether it holds the implicit slot)
             running: dict[concurrent.futures.Future[Node], tuple[Node, bool]] = {}
+
+            def launch(node: Node, token: bytes | None, slot: int | None, implicit: bool) -> None:
+                del pending[node.index]
+                if pool is not None:
+                    estimates.started(node.index, kinds[node.index], time.monotonic())
+                fut = executor.submit(work, node, token, slot)
+                running[fut] = (node, implicit)
+                fut.add_done_callback(woken)
+
             while pending or running:
                 wants_token = False
                 if server is not None and server.broken:
@@ -158,12 +167,7 @@ def run_dag(
                         if len(running) >= limit:
                             break
                         if node.index in remote:
-                            del pending[node.index]
-                            if pool is not None:
-                                estimates.started(node.index, kinds[node.index], time.monotonic())
-                            fut = executor.submit(work, node, None, None)
-                            running[fut] = (node, False)
-                            fut.add_done_callback(woken)
+                            launch(node, None, None, False)
                             continue
                         if extra is not None and running:
                             if extra <= 0:
@@ -187,12 +191,7 @@ def run_dag(
                                 break
                         implicit = server is not None and token is None
                         implicit_free = implicit_free and not implicit
-                        del pending[node.index]
-                        if pool is not None:
-                            estimates.started(node.index, kinds[node.index], time.monotonic())
-                        fut = executor.submit(work, node, token, slot)
-                        running[fut] = (node, implicit)
-                        fut.add_done_callback(woken)
+                        launch(node, token, slot, implicit)
                 if pool is not None:
                     pool.announce(pool_waits)
                     pool.publish(estimates.seen(), time.monotonic())
