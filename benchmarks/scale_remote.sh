@@ -18,7 +18,8 @@
 # SEED from the backend's files not in subset.txt, default 36; 0: the whole backend, 144),
 # SEED (default 31), JOBS (files at once on the client, default 16), ARCHS (default
 # run.py's five), CLIENT_CPUS (default 0,1), BACKEND_CPUS (default the others), CORPUS_DIR,
-# NVCC, PYTHON (the client's, with grpcio and protobuf; default python3), OUT_DIR (default
+# NVCC, PYTHON (the client's, with grpcio and protobuf; default the kit's venv, whose
+# BuildGrid brings the pinned ones), OUT_DIR (default
 # /tmp/devout), REAPI_VENV and PG_ROOT (where the kit's BuildGrid
 # and PostgreSQL go, default /tmp/reapi-venv and /tmp/pg).
 set -u
@@ -85,7 +86,7 @@ for n in "$@"; do
         exit 1
     }
     url=grpc://127.0.0.1:$port
-    run=("${PYTHON:-python3}" benchmarks/run.py "${files[@]}" --no-bazel --examples none --scenarios 1
+    run=("${PYTHON:-$venv/bin/python}" benchmarks/run.py "${files[@]}" --no-bazel --examples none --scenarios 1
         --configs split --split-remote "$url" --corpus-dir "$corpus" --nvcc "$nvcc"
         --repeats 1 --jobs "$jobs" --out "$out" --raw-dir /tmp/raw)
     echo "workers $n start $(date -u +%T)"
