@@ -2,6 +2,7 @@
 
     python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
         [--workers N --overhead S --files-at-once J]   # a remote build: cicc, ptxas on N
+        [--trace-workers M] [--shared-host THROUGHPUT.json]   # (see "Remote traces")
 
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
 
@@ -30,6 +31,21 @@ processes. The rules replayed:
 Prints the replayed wall of each rule against the trace's own and the bound (the steps'
 seconds ÷ cores, or the longest file's critical path if longer): what a rule would have
 bought on that build, without a machine to run it.
+
+Remote traces. In a `--remote-exec` build's trace a remote step's seconds are the
+client's: the upload, the backend's queue and the run on a worker. Replayed on fewer
+workers than it had, its queue would be counted twice. `--trace-workers M` (the workers
+the trace's backend had) takes each remote step's run back out, as a first-come
+first-served backend of M workers ran it: a step reaches a worker when it was sent or when
+the worker that ran the earliest-ending step before it became free, whichever is later
+(issue 31: at 8 workers the steps' client seconds were 6.3 times their runs). Workers of
+one machine also slow each other down (at 45 remote steps at once each took 1.33 times its
+seconds at 8), and the client's steps by as much where the client is on that machine
+too (its 2 cores' steps took 268 s at 60 workers, 204 s at 8). `--shared-host` takes
+`throughput.py`'s measurement of that machine (a compile's wall at k copies ÷ its wall
+alone), divides each step's seconds by the stretch at the number of steps under way
+around it in the trace and multiplies them by the stretch at the number under way when
+it starts in the replay. Workers of their own machines (a build farm) need neither.
 
 Traces written before the deps were recorded get them from the kinds (nvcc 13's plan:
 cudafe++ after the host preprocess, cicc after its arch's device preprocess and cudafe++'s
@@ -61,6 +77,74 @@ class Step:
     seconds: float
     deps: set[int]
     written: dict[str, int]
+    # How many steps (remote runs and the client's) the trace had under way at its
+    # middle, itself included.
+    beside: int = 0
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """How much longer a compile takes on a machine running k of them at once than alone:
+    (k, wall at k ÷ wall alone) points, read between them on a straight line and kept flat
+    beyond the first and the last."""
+
+    points: tuple[tuple[float, float], ...]
+
+    def at(self, k: float) -> float:
+        pts = self.points
+        if k <= pts[0][0]:
+            return pts[0][1]
+        for (k0, s0), (k1, s1) in zip(pts, pts[1:], strict=False):
+            if k <= k1:
+                return s0 + (s1 - s0) * (k - k0) / (k1 - k0)
+        return pts[-1][1]
+
+    @classmethod
+    def from_throughput(cls, path: pathlib.Path) -> Stretch:
+        """From `throughput.py --out`'s JSON: each level's mean end over the compile
+        alone (levels measured twice averaged)."""
+        data = json.loads(path.read_text())
+        try:
+            alone = float(data["alone_wall_s"])
+            by_k: dict[float, list[float]] = {}
+            for row in data["rows"]:
+                by_k.setdefault(float(row["copies"]), []).append(row["mean_end_s"] / alone)
+        except (KeyError, TypeError, ZeroDivisionError) as e:
+            raise SystemExit(f"run.py replay: {path}: not throughput.py's output ({e})") from e
+        if not by_k:
+            raise SystemExit(f"run.py replay: {path}: no levels measured")
+        return cls(tuple((k, sum(v) / len(v)) for k, v in sorted(by_k.items())))
+
+
+def remote_runs(records: Sequence[dict], trace_workers: int) -> dict[int, tuple[float, float]]:
+    """When each remote-exec record (by its position in `records`) ran on a worker: as a
+    first-come first-served backend of `trace_workers` workers ran it, the step reaching
+    a worker when it was sent or when one became free (the earliest end of the steps
+    before it), whichever is later; with 0 workers, the client's start and end. The
+    backend is first-come first-served only roughly (each request follows its own
+    upload): a step that ended before any worker became free by this reckoning went
+    ahead of the queue, and its run counts as 0 s (4 and 8 of 160 steps of issue 31's
+    runs at 16 and 8 workers; none at 32 and 60)."""
+    sent = sorted((r["start"], i) for i, r in enumerate(records) if r.get("cache") == "remote-exec")
+    free = [float("-inf")] * trace_workers
+    runs = {}
+    for start, i in sent:
+        end = records[i]["end"]
+        if trace_workers:
+            start = min(max(start, heapq.heapreplace(free, end)), end)
+        runs[i] = (start, end)
+    return runs
+
+
+def _at_once(runs: dict[int, tuple[float, float]]) -> dict[int, int]:
+    """For each run, how many runs (itself included) were under way at its middle."""
+    starts = sorted(b for b, _ in runs.values())
+    ends = sorted(e for _, e in runs.values())
+    out = {}
+    for i, (b, e) in runs.items():
+        middle = (b + e) / 2
+        out[i] = bisect.bisect_right(starts, middle) - bisect.bisect_right(ends, middle)
+    return out
 
 
 @dataclass
@@ -138,13 +222,19 @@ def tools_cpu(paths: Sequence[pathlib.Path]) -> float | None:
     return sum(used) if used else None
 
 
-def load(paths: Sequence[pathlib.Path]) -> list[Process]:
-    """The traces' processes (one per pid and source), times from the earliest step."""
+def load(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> list[Process]:
+    """The traces' processes (one per pid and source), times from the earliest step; a
+    remote-exec step's seconds its run on a worker of `trace_workers` (`remote_runs`)."""
     records = []
     for path in paths:
         records += steps_of(path)
     if not records:
         raise SystemExit("run.py replay: the traces hold no steps")
+    runs = remote_runs(records, trace_workers)
+    spans = {i: runs.get(i, (r["start"], r["end"])) for i, r in enumerate(records)}
+    at_once = _at_once(spans)
+    for i, (begin, _) in spans.items():
+        records[i] = {**records[i], "start": begin, "beside": at_once[i]}
     t0 = min(r["start"] for r in records)
     grouped: dict[tuple[int, str], list[dict]] = {}
     for r in records:
@@ -163,6 +253,7 @@ def load(paths: Sequence[pathlib.Path]) -> list[Process]:
                 r["end"] - r["start"],
                 set(r.get("deps", ())),
                 dict(r.get("written", {})),
+                r.get("beside", 0),
             )
         if has_deps:
             for s in steps.values():
@@ -220,6 +311,7 @@ def replay(
     workers: int = 0,
     overhead: float = 0.0,
     files_at_once: int = 0,
+    stretch: Stretch | None = None,
 ) -> float:
     """The wall of the build replayed on `cores` slots by `rule` (one of RULES).
 
@@ -227,7 +319,10 @@ def replay(
     on `workers` workers (each taking `overhead` seconds more: the round trip, the
     inputs' upload), started before the local steps and holding no slot of the client's
     `cores`. With `files_at_once`, a file starts as soon as fewer than that many are
-    unfinished (make -jN's pool), instead of when it started in the trace."""
+    unfinished (make -jN's pool), instead of when it started in the trace. With
+    `stretch`, the workers and the client share one machine: a step takes its seconds ÷
+    the stretch at the steps under way at its middle in the trace × the stretch at the
+    steps under way when it starts in the replay (itself included)."""
     if rule not in RULES:
         raise ValueError(f"rule {rule!r}: expected one of {', '.join(RULES)}")
     for p in procs:
@@ -271,7 +366,12 @@ def replay(
             p.started[index] = now
             assert p.estimates is not None
             p.estimates.started(index, p.steps[index].kind, now)
-            took = p.steps[index].seconds + (overhead if far else 0.0)
+            step = p.steps[index]
+            took = step.seconds
+            if stretch is not None and step.beside:
+                took *= stretch.at(len(ends) + 1) / stretch.at(step.beside)
+            if far:
+                took += overhead
             heapq.heappush(ends, (now + took, seq, pid, index, far))
             seq += 1
             count += 1
@@ -372,6 +472,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "instead of when it started in the trace",
     )
     p.add_argument(
+        "--trace-workers",
+        type=int,
+        default=0,
+        help="the workers of the backend the traces were measured on: each remote step's "
+        "seconds become its run on a worker, without the backend's queue (default 0: "
+        "the client's seconds)",
+    )
+    p.add_argument(
+        "--shared-host",
+        type=pathlib.Path,
+        help="throughput.py --out of the machine the workers share: remote steps slow "
+        "down with the runs beside them as measured there",
+    )
+    p.add_argument(
         "--rules",
         default=",".join(RULES),
         help=f"comma-separated rules to replay (default: {','.join(RULES)})",
@@ -383,9 +497,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--rules: {', '.join(bad)} unknown; expected some of {', '.join(RULES)}")
     if args.cores < 1:
         p.error(f"--cores {args.cores}: expected at least 1")
-    if args.workers < 0 or args.files_at_once < 0 or args.overhead < 0:
-        p.error("--workers, --files-at-once and --overhead: expected numbers >= 0")
-    procs = load(args.traces)
+    if min(args.workers, args.files_at_once, args.overhead, args.trace_workers) < 0:
+        p.error("--workers, --files-at-once, --overhead, --trace-workers: expected numbers >= 0")
+    stretch = Stretch.from_throughput(args.shared_host) if args.shared_host else None
+    procs = load(args.traces, args.trace_workers)
     total = sum(s.seconds for q in procs for s in q.steps.values())
     bound = max(total / args.cores, max(critical_path(q) for q in procs))
     if args.workers:
@@ -398,6 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|")
     print(f"| measured | {wall:.1f} | {wall / bound:.3f} |")
     for rule in rules:
-        replayed = replay(procs, args.cores, rule, args.workers, args.overhead, args.files_at_once)
+        replayed = replay(
+            procs, args.cores, rule, args.workers, args.overhead, args.files_at_once, stretch
+        )
         print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
     return 0
