@@ -220,3 +220,14 @@ def test_each_remote_build_replays_within_5_percent_of_its_wall(workers):
     if workers == 8:
         naive = replay.replay(replay.load([trace]), 2, "pid", workers, files_at_once=16)
         assert naive > 4 * measured
+
+
+def test_remote_scale_sets_each_measured_wall_beside_both_replays(capsys):
+    """run.py remote-scale on the committed results: per worker count the measured wall,
+    its own trace's replay and the projection from the 60-worker trace."""
+    assert run.main(["remote-scale"]) == 0
+    out = capsys.readouterr().out
+    assert "| 8 | 188.6 | 187.6 | 194.3 (+3.6%) | 212.7 (+13.4%) |" in out
+    assert "| 60 | 137.4 | 135.7 | 135.1 (-0.5%) | 135.1 (-0.5%) |" in out
+    with pytest.raises(SystemExit, match="traces are for"):
+        run.main(["remote-scale", "--from", "12"])
