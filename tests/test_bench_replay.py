@@ -182,6 +182,10 @@ def test_a_remote_steps_run_is_its_seconds_without_the_backends_queue():
     runs = replay.remote_runs(late, 2)
     assert runs[2] == (1.5, 1.5)
     assert runs[3] == (1.5, 5.0)
+    # A trace with the worker's own seconds (nvcc-split's `worker_s`): those, whatever
+    # the worker count.
+    timed = [r | {"worker_s": 1.0} for r in rows[:3]] + [rows[3]]
+    assert replay.remote_runs(timed, 2) == {0: (1.0, 2.0), 1: (2.0, 3.0), 2: (4.0, 5.0)}
 
 
 def test_a_shared_hosts_stretch_is_read_between_the_measured_levels(tmp_path):

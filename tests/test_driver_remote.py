@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import pathlib
 import subprocess
@@ -334,6 +335,8 @@ def test_remote_execution(
         "--table",
         "t.csv",
         "--explain",
+        "--trace",
+        str(a / "trace.jsonl"),
     )
     rows = cache_column(a / "t.csv")
     remote = {key for key, c in rows.items() if c == "remote-exec"}
@@ -345,6 +348,15 @@ def test_remote_execution(
     }, proc.stderr
     assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "miss"
     assert proc.stderr.count("executed remotely (on ") == 4, proc.stderr
+    # The trace has each remote step's seconds on its worker (the worker's clock): part
+    # of the client's, which add the upload, the queue and the download.
+    steps = [json.loads(line) for line in (a / "trace.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "step" in r]
+    for r in steps:
+        if r["cache"] == "remote-exec":
+            assert 0 < r["worker_s"] <= r["end"] - r["start"], r
+        else:
+            assert "worker_s" not in r, r
     assert (a / "k.o").read_bytes() == nvcc_keep(sdk, tmp_path / "ref", args).read_bytes()
     # The worker ran them (with the SDK hidden: the tool and libdevice came in the input root).
     log = "\n".join(w.tail(200) for w in backend.workers)

@@ -34,8 +34,10 @@ bought on that build, without a machine to run it.
 
 Remote traces. In a `--remote-exec` build's trace a remote step's seconds are the
 client's: the upload, the backend's queue and the run on a worker. Replayed on fewer
-workers than it had, its queue would be counted twice. `--trace-workers M` (the workers
-the trace's backend had) takes each remote step's run back out, as a first-come
+workers than it had, its queue would be counted twice. Since 2026-11-27 nvcc-split writes
+each remote step's seconds on its worker (`worker_s`, from the result's metadata), and the
+replay takes those. For traces without them, `--trace-workers M` (the workers the trace's
+backend had) takes each remote step's run back out, as a first-come
 first-served backend of M workers ran it: a step reaches a worker when it was sent or when
 the worker that ran the earliest-ending step before it became free, whichever is later
 (issue 31: at 8 workers the steps' client seconds were 6.3 times their runs). Workers of
@@ -117,17 +119,26 @@ class Stretch:
 
 
 def remote_runs(records: Sequence[dict], trace_workers: int) -> dict[int, tuple[float, float]]:
-    """When each remote-exec record (by its position in `records`) ran on a worker: as a
-    first-come first-served backend of `trace_workers` workers ran it, the step reaching
-    a worker when it was sent or when one became free (the earliest end of the steps
-    before it), whichever is later; with 0 workers, the client's start and end. The
+    """When each remote-exec record (by its position in `records`) ran on a worker: its
+    last `worker_s` seconds where the trace has them (nvcc-split writes the worker's own
+    seconds since 2026-11-27), else as a first-come first-served backend of
+    `trace_workers` workers ran it, the step reaching a worker when it was sent or when
+    one became free (the earliest end of the steps before it), whichever is later; with 0
+    workers, the client's start and end. The
     backend is first-come first-served only roughly (each request follows its own
     upload): a step that ended before any worker became free by this reckoning went
     ahead of the queue, and its run counts as 0 s (4 and 8 of 160 steps of issue 31's
     runs at 16 and 8 workers; none at 32 and 60)."""
-    sent = sorted((r["start"], i) for i, r in enumerate(records) if r.get("cache") == "remote-exec")
-    free = [float("-inf")] * trace_workers
     runs = {}
+    for i, r in enumerate(records):
+        if r.get("cache") == "remote-exec" and r.get("worker_s") is not None:
+            runs[i] = (max(r["start"], r["end"] - r["worker_s"]), r["end"])
+    sent = sorted(
+        (r["start"], i)
+        for i, r in enumerate(records)
+        if r.get("cache") == "remote-exec" and i not in runs
+    )
+    free = [float("-inf")] * trace_workers
     for start, i in sent:
         end = records[i]["end"]
         if trace_workers:

@@ -193,6 +193,8 @@ _SCHEMA: dict[str, tuple[str, list[str], list[tuple[str, list[tuple], list[tuple
                 "ExecutedActionMetadata",
                 [
                     ("worker", 1, "string", False, None),
+                    ("worker_start_timestamp", 3, "google.protobuf.Timestamp", False, None),
+                    ("worker_completed_timestamp", 4, "google.protobuf.Timestamp", False, None),
                     ("execution_start_timestamp", 7, "google.protobuf.Timestamp", False, None),
                     ("execution_completed_timestamp", 8, "google.protobuf.Timestamp", False, None),
                 ],

@@ -45,6 +45,9 @@ class Outcome:
     stderr: bytes
     exit_code: int
     worker: str = ""
+    # Seconds the worker had the action (its metadata's worker start to completion, or
+    # the tool's run where only that is filled in); None where the backend says neither.
+    worker_seconds: float | None = None
 
 
 @dataclasses.dataclass
@@ -243,6 +246,7 @@ class Remote:
             streams["stderr"],
             result.exit_code,
             result.execution_metadata.worker,
+            worker_seconds(result.execution_metadata),
         )
 
     def upload(self, p: Prepared, outcome: Outcome) -> str:
@@ -320,6 +324,20 @@ class Remote:
         except grpc.RpcError as e:
             return None, self._fail(e)
         return outcome, ""
+
+
+def worker_seconds(meta: Any) -> float | None:
+    """How long the worker had the action, by its own clock: worker start to completion,
+    else execution start to completion; None where neither pair is filled in."""
+    for start, end in (
+        (meta.worker_start_timestamp, meta.worker_completed_timestamp),
+        (meta.execution_start_timestamp, meta.execution_completed_timestamp),
+    ):
+        if (start.seconds or start.nanos) and (end.seconds or end.nanos):
+            took = (end.seconds - start.seconds) + (end.nanos - start.nanos) / 1e9
+            if took >= 0:
+                return took
+    return None
 
 
 class MissingOutput(Exception):

@@ -34,6 +34,7 @@ class Node:
     seconds: float = 0.0
     cpu: float = 0.0  # CPU seconds of the tools it ran (user + system)
     cache: str = "off"  # hit, miss, off
+    worker_seconds: float | None = None  # remote-exec: how long the worker had it
     key: str = ""
     explain: str = ""
     rc: int | None = None

@@ -129,6 +129,10 @@ class Runner:
             "start": round(start, 6),
             "end": round(end, 6),
         }
+        if node.worker_seconds is not None:
+            # The worker's share of the step's seconds (the rest: the upload, the
+            # backend's queue, the download): what a replay on other workers needs.
+            record["worker_s"] = round(node.worker_seconds, 3)
         try:
             append_json_line(self.opts.trace, record)
         except OSError as e:
@@ -383,6 +387,7 @@ class Runner:
                 if done is not None:
                     self._take(node, spec, done)
                     node.cache = "remote-exec"
+                    node.worker_seconds = done.worker_seconds
                     explain += f"; executed remotely (on {done.worker or 'a worker'})"
                 else:
                     explain += f"; {note}; run locally"
