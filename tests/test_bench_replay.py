@@ -128,6 +128,18 @@ def test_a_remote_build_runs_cicc_and_ptxas_on_workers_beside_the_clients_cores(
     out = capsys.readouterr().out
     # The bound: the core's 8 s of local steps (the workers' 16 s of cicc take 4 s).
     assert "| pid | 9.0 |" in out and "bound 8.0 s" in out
+    # Kinds run remotely: nvcc-split's by default, or as given; a kind that is not a
+    # step's is named.
+    assert {"cudafe", "cicc", "ptxas", "fatbinary"} == replay.REMOTE_KINDS
+    argv = ["replay", str(trace), "--cores", "1", "--workers", "4", "--rules", "pid"]
+    assert run.main([*argv, "--remote-kinds", "host_compile"]) == 0
+    # The core runs the preprocesses and the cicc (20 s), the last host compile a worker.
+    assert "| pid | 21.0 |" in capsys.readouterr().out
+    assert run.main([*argv, "--remote-kinds", "traced"]) == 0  # no remote-exec step there
+    assert "| pid | 24.0 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        run.main([*argv, "--remote-kinds", "cicc,nvlnk"])
+    assert "--remote-kinds: nvlnk unknown" in capsys.readouterr().err
 
 
 # nvcc-split's cold build of ggml's whole backend (144 files, 5 archs) on the 64-core
@@ -147,9 +159,10 @@ def test_the_replay_of_the_64_core_build_is_within_2_percent_of_its_wall():
     # The same steps from a 2-core client with --remote-exec: bound by the client's own
     # steps (1,740 s of them at that machine's speed, ÷ 2) from 32 workers up.
     local = sum(
-        s.seconds for p in procs for s in p.steps.values() if s.kind not in replay.REMOTE_KINDS
+        s.seconds for p in procs for s in p.steps.values() if s.kind not in ("cicc", "ptxas")
     )
-    walls = {n: replay.replay(procs, 2, "pid", workers=n, files_at_once=16) for n in (8, 32)}
+    kinds = frozenset({"cicc", "ptxas"})  # what --remote-exec ran remotely until 2026-11-27
+    walls = {n: replay.replay(procs, 2, "pid", n, 0.0, 16, None, kinds) for n in (8, 32)}
     assert walls[32] == pytest.approx(local / 2, rel=0.05)
     assert walls[8] > 1.5 * walls[32]
 
@@ -219,10 +232,12 @@ def test_each_remote_build_replays_within_5_percent_of_its_wall(workers):
     measured = replay.measured([trace])
     stretch = replay.Stretch.from_throughput(THROUGHPUT_64)
     procs = replay.load([trace], workers)
-    wall = replay.replay(procs, 2, "pid", workers, files_at_once=16, stretch=stretch)
+    ran = replay.remote_kinds_of([trace])
+    assert ran == {"cicc", "ptxas"}  # measured before cudafe++ and fatbinary went remote too
+    wall = replay.replay(procs, 2, "pid", workers, 0.0, 16, stretch, ran)
     assert wall == pytest.approx(measured, rel=0.05)
     if workers == 8:
-        naive = replay.replay(replay.load([trace]), 2, "pid", workers, files_at_once=16)
+        naive = replay.replay(replay.load([trace]), 2, "pid", workers, 0.0, 16, None, ran)
         assert naive > 4 * measured
 
 

@@ -439,6 +439,35 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
     assert "explain reduce.cu ptxas[sm_90]: miss: changed: command line (added -O2)" in proc.stderr
 
 
+def test_line_info_cubins_record_the_sources_mtime_and_size_as_nvccs_do(sdk, tmp_path):
+    """With -lineinfo ptxas writes the mtime and size of each source the PTX's `.file`
+    directives name (where it finds them) into the cubin's line table, so nvcc's object
+    changes when the source is touched. ptxas's key holds them: after a touch it misses
+    and the object is nvcc's again (a hit would keep the old mtime)."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n")
+    common = [*HOST, "-lineinfo", "-arch=sm_90", "-c", str(src)]
+    cache, ours, theirs = tmp_path / "cache", tmp_path / "ours.o", tmp_path / "theirs.o"
+    objects = []
+    for shift in (0, 1000):
+        st = src.stat()
+        os.utime(src, (st.st_atime, st.st_mtime + shift))
+        table = tmp_path / f"t{shift}.csv"
+        proc = run_driver(
+            sdk, [*common, "-o", str(ours)], cache, "--table", str(table), "--explain"
+        )
+        keep = tmp_path / f"keep{shift}"
+        keep.mkdir()
+        run_nvcc(sdk, [*common, "-o", str(theirs), "--keep", "--keep-dir", str(keep)])
+        assert ours.read_bytes() == theirs.read_bytes(), proc.stderr
+        objects.append(ours.read_bytes())
+        ptxas = {r["cache"] for r in read_table(table) if r["kind"] == "ptxas"}
+        assert ptxas == {"miss"}, proc.stderr
+    assert "explain k.cu cicc[compute_90]: hit" in proc.stderr
+    assert "ptxas[sm_90]: miss: changed: " in proc.stderr and "sources" in proc.stderr
+    assert objects[0] != objects[1]  # the mtime is in the cubin
+
+
 @pytest.mark.parametrize("flags", [[], ["-G"]], ids=["default", "G"])
 def test_arch_subset_reuses_per_arch_steps(sdk, tmp_path, flags):
     """After an sm_80+sm_90 build, a build for sm_90 alone takes its device preprocess,

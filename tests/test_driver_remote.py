@@ -341,13 +341,15 @@ def test_remote_execution(
     rows = cache_column(a / "t.csv")
     remote = {key for key, c in rows.items() if c == "remote-exec"}
     assert remote == {
+        ("cudafe", ""),
+        ("fatbinary", ""),
         ("cicc", "compute_75"),
         ("cicc", "compute_86"),
         ("ptxas", "sm_75"),
         ("ptxas", "sm_86"),
     }, proc.stderr
-    assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "miss"
-    assert proc.stderr.count("executed remotely (on ") == 4, proc.stderr
+    assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "remote-exec"
+    assert proc.stderr.count("executed remotely (on ") == 6, proc.stderr
     # The trace has each remote step's seconds on its worker (the worker's clock): part
     # of the client's, which add the upload, the queue and the download.
     steps = [json.loads(line) for line in (a / "trace.jsonl").read_text().splitlines()]
@@ -370,6 +372,21 @@ def test_remote_execution(
     rows = cache_column(b / "t.csv")
     assert {c for (k, _), c in rows.items() if k in ("cicc", "ptxas")} == {"remote-hit"}
     assert (b / "k.o").read_bytes() == (a / "k.o").read_bytes()
+    # With -lineinfo ptxas records the source's mtime and size, which a worker does not
+    # have (it would write zeros): it runs here, and the object is still nvcc's.
+    line_info = [*HOST, "-lineinfo", "-arch=sm_75", "-c", str(source)]
+    c = tmp_path / "C"
+    proc = run_driver(
+        sdk,
+        c,
+        [*line_info, "-o", "k.o"],
+        *remote_flags(backend),
+        "--remote-exec",
+        "--no-cache",
+        "--explain",
+    )
+    assert "run locally: its cubin records the mtime and size of the sources" in proc.stderr
+    assert (c / "k.o").read_bytes() == nvcc_keep(sdk, tmp_path / "ref-c", line_info).read_bytes()
 
 
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:

@@ -69,9 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"run.py remote-scale: --from {source}: traces are for {sorted(traces)}")
     stretch = replay.Stretch.from_throughput(args.shared_host)
 
-    def replayed(trace_of: int, workers: int) -> float:
-        procs = replay.load([traces[trace_of]], trace_of)
-        return replay.replay(procs, args.cores, "pid", workers, 0.0, args.files_at_once, stretch)
+    def replayed(trace_of: int, workers: int, kinds: frozenset[str] | None = None) -> float:
+        path = traces[trace_of]
+        procs = replay.load([path], trace_of)
+        kinds = kinds or replay.remote_kinds_of([path])  # as the build ran them
+        return replay.replay(
+            procs, args.cores, "pid", workers, 0.0, args.files_at_once, stretch, kinds
+        )
 
     rows = []
     for n in sorted(traces, reverse=True):
@@ -83,17 +87,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 span,
                 replayed(n, n),
                 replayed(source, n),
+                replayed(n, n, replay.REMOTE_KINDS),
             )
         )
     print(
         f"| workers | run.py wall s | trace span s | own trace replayed s | "
-        f"from the {source}-worker trace s |"
+        f"from the {source}-worker trace s | own trace, with nvcc-split's remote kinds now s |"
     )
-    print("|---|---|---|---|---|")
-    for n, wall, span, own, projected in rows:
+    print("|---|---|---|---|---|---|")
+    for n, wall, span, own, projected, now in rows:
         print(
             f"| {n} | {wall:.1f} | {span:.1f} | {own:.1f} ({own / span - 1:+.1%}) | "
-            f"{projected:.1f} ({projected / span - 1:+.1%}) |"
+            f"{projected:.1f} ({projected / span - 1:+.1%}) | {now:.1f} ({now / span - 1:+.1%}) |"
         )
     if args.png:
         print(f"chart: {_plot(rows, source, args.png)}")
@@ -101,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _plot(
-    rows: list[tuple[int, float, float, float, float]], source: int, path: pathlib.Path
+    rows: list[tuple[int, float, float, float, float, float]], source: int, path: pathlib.Path
 ) -> str:
     try:
         import matplotlib
@@ -116,6 +121,12 @@ def _plot(
     ax.plot(workers, [r[2] for r in rows], "o-", label="measured (trace span)")
     ax.plot(workers, [r[3] for r in rows], "s--", label="replay of its own trace")
     ax.plot(workers, [r[4] for r in rows], "^:", label=f"projected from the {source}-worker trace")
+    ax.plot(
+        workers,
+        [r[5] for r in rows],
+        "v-.",
+        label="projected: cudafe++, fatbinary on the workers too (nvcc-split now)",
+    )
     ax.set_xscale("log", base=2)
     ax.set_xticks(workers, [str(w) for w in workers])
     ax.set_ylim(bottom=0)

@@ -66,7 +66,9 @@ import pathlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cuda_split import plan as planlib
 from cuda_split import slots  # tools/, on sys.path from bench/__init__.py
+from cuda_split.driver.runner import REMOTE_EXEC_KINDS
 
 RULES = ("pid", "held", "ready", "known")
 
@@ -310,9 +312,17 @@ def _median_without(ordered: list[float], value: float | None) -> float | None:
     return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
-# What nvcc-split --remote-exec runs on a backend's workers (driver/runner.py's
-# REMOTE_EXEC_KINDS); the rest runs on the client's slots.
-REMOTE_KINDS = frozenset({"cicc", "ptxas"})
+# What nvcc-split --remote-exec runs on a backend's workers; the rest runs on the client's
+# slots. Traces written before 2026-11-27 ran cudafe++ and fatbinary on the client
+# (`remote_kinds_of` tells from a trace).
+REMOTE_KINDS = frozenset(REMOTE_EXEC_KINDS)
+
+
+def remote_kinds_of(paths: Sequence[pathlib.Path]) -> frozenset[str]:
+    """The kinds a remote build's traces ran on workers (their `remote-exec` steps)."""
+    return frozenset(
+        r["step"] for path in paths for r in steps_of(path) if r.get("cache") == "remote-exec"
+    )
 
 
 def replay(
@@ -323,17 +333,19 @@ def replay(
     overhead: float = 0.0,
     files_at_once: int = 0,
     stretch: Stretch | None = None,
+    remote_kinds: frozenset[str] = REMOTE_KINDS,
 ) -> float:
     """The wall of the build replayed on `cores` slots by `rule` (one of RULES).
 
-    With `workers`, a remote build as nvcc-split --remote-exec runs it: cicc and ptxas
-    on `workers` workers (each taking `overhead` seconds more: the round trip, the
-    inputs' upload), started before the local steps and holding no slot of the client's
-    `cores`. With `files_at_once`, a file starts as soon as fewer than that many are
-    unfinished (make -jN's pool), instead of when it started in the trace. With
-    `stretch`, the workers and the client share one machine: a step takes its seconds ÷
-    the stretch at the steps under way at its middle in the trace × the stretch at the
-    steps under way when it starts in the replay (itself included)."""
+    With `workers`, a remote build as nvcc-split --remote-exec runs it: the steps of
+    `remote_kinds` (cudafe++, cicc, ptxas, fatbinary) on `workers` workers (each taking
+    `overhead` seconds more: the round trip, the inputs' upload), started before the
+    local steps and holding no slot of the client's `cores`. With `files_at_once`, a file
+    starts as soon as fewer than that many are unfinished (make -jN's pool), instead of
+    when it started in the trace. With `stretch`, the workers and the client share one
+    machine: a step takes its seconds ÷ the stretch at the steps under way at its middle
+    in the trace × the stretch at the steps under way when it starts in the replay
+    (itself included)."""
     if rule not in RULES:
         raise ValueError(f"rule {rule!r}: expected one of {', '.join(RULES)}")
     for p in procs:
@@ -361,7 +373,7 @@ def replay(
         arrival = {p.pid: float("inf") for p in procs}
 
     def remote(pid: int, index: int) -> bool:
-        return workers > 0 and by_pid[pid].steps[index].kind in REMOTE_KINDS
+        return workers > 0 and by_pid[pid].steps[index].kind in remote_kinds
 
     def start(pool: dict[int, list[tuple[float, int]]], free: int, far: bool, now: float) -> int:
         """Starts the best waiting steps of `pool` on `free` slots; how many it started."""
@@ -466,8 +478,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers",
         type=int,
         default=0,
-        help="replay a remote build (nvcc-split --remote-exec): cicc and ptxas on this many "
+        help="replay a remote build (nvcc-split --remote-exec): --remote-kinds on this many "
         "workers, the rest on --cores (default 0: every step on --cores)",
+    )
+    p.add_argument(
+        "--remote-kinds",
+        default=",".join(sorted(REMOTE_KINDS)),
+        help="the step kinds a remote build runs on workers (default nvcc-split's: "
+        f"{','.join(sorted(REMOTE_KINDS))}; `traced`: those the traces ran there)",
     )
     p.add_argument(
         "--overhead",
@@ -512,10 +530,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--workers, --files-at-once, --overhead, --trace-workers: expected numbers >= 0")
     stretch = Stretch.from_throughput(args.shared_host) if args.shared_host else None
     procs = load(args.traces, args.trace_workers)
+    if args.remote_kinds == "traced":
+        kinds = remote_kinds_of(args.traces)
+    else:
+        kinds = frozenset(k for k in args.remote_kinds.split(",") if k)
+        bad = sorted(kinds - set(planlib.STEP_KINDS))
+        if bad:
+            p.error(
+                f"--remote-kinds: {', '.join(bad)} unknown; expected some of "
+                f"{', '.join(planlib.STEP_KINDS)}"
+            )
     total = sum(s.seconds for q in procs for s in q.steps.values())
     bound = max(total / args.cores, max(critical_path(q) for q in procs))
     if args.workers:
-        far = sum(s.seconds for q in procs for s in q.steps.values() if s.kind in REMOTE_KINDS)
+        far = sum(s.seconds for q in procs for s in q.steps.values() if s.kind in kinds)
         path = max(critical_path(q) for q in procs)
         bound = max((total - far) / args.cores, far / args.workers, path)
     wall = measured(args.traces)
@@ -525,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"| measured | {wall:.1f} | {wall / bound:.3f} |")
     for rule in rules:
         replayed = replay(
-            procs, args.cores, rule, args.workers, args.overhead, args.files_at_once, stretch
+            procs, args.cores, rule, args.workers, args.overhead, args.files_at_once, stretch, kinds
         )
         print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
     return 0

@@ -150,8 +150,8 @@ def _driver_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remote-exec",
         action="store_true",
-        help="run cicc and ptxas steps that miss both caches on the server's "
-        "workers (their tool and SDK files are uploaded)",
+        help="run the cudafe++, cicc, ptxas and fatbinary steps that miss both caches on "
+        "the server's workers (their tool and SDK files are uploaded)",
     )
     p.add_argument(
         "--remote-upload",

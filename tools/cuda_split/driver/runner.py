@@ -66,14 +66,41 @@ _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS
 # cicc flags with which its PTX names source files relative to its working directory.
 _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 
+# ptxas flags with which the cubin's line table records the mtime and size of each source
+# the PTX's `.file` directives name, where ptxas finds the file (nvcc -lineinfo, -G).
+_PTXAS_LINE_INFO_FLAGS = ("--generate-line-info", "-lineinfo", "-g", "--device-debug")
+_PTX_FILE = re.compile(rb'^\s*\.file\s+\d+\s+"((?:[^"\\]|\\.)*)"', re.M)
+
+
+def ptx_sources(ptx: str) -> dict[str, list[int] | None]:
+    """The files a PTX's `.file` directives name (relative ones from this directory, as
+    ptxas reads them), each with the [mtime in seconds, size] ptxas would record, or None
+    where there is no such file."""
+    with open(ptx, "rb") as f:
+        names = dict.fromkeys(
+            m.group(1).decode(errors="surrogateescape") for m in _PTX_FILE.finditer(f.read())
+        )
+    found: dict[str, list[int] | None] = {}
+    for name in names:
+        try:
+            st = os.stat(name)
+        except OSError:
+            found[name] = None
+            continue
+        found[name] = [int(st.st_mtime), st.st_size]
+    return found
+
+
 # Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
 # cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
 # Steps that --remote-exec runs on the backend's workers: their inputs are files of the
 # plan, and the SDK files they read are known (the tool; cicc's libdevice). The others
-# run locally (with the remote cache).
-REMOTE_EXEC_KINDS = (planlib.CICC, planlib.PTXAS)
+# (the preprocessors and the host compile, which need the host compiler and its headers)
+# run locally, with the remote cache. cudafe++ and fatbinary joined cicc and ptxas on
+# 2026-11-27: from 32 workers up a 2-core client was the bound (issue 31's remote runs).
+REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 
 
 class Runner:
@@ -183,6 +210,12 @@ class Runner:
         remote = self.remote
         return remote is not None and not remote.failed and not self.spec(node).no_remote_exec
 
+    @staticmethod
+    def _records_sources(node: Node) -> bool:
+        """A ptxas whose cubin records its sources' mtimes and sizes (see ptx_sources)."""
+        argv = node.cmd.argv
+        return node.step.kind == planlib.PTXAS and any(f in argv for f in _PTXAS_LINE_INFO_FLAGS)
+
     def spec(self, node: Node) -> HermeticStep:
         """The step's hermetic form (see HermeticStep)."""
         found = self._specs.get(node.index)
@@ -237,6 +270,8 @@ class Runner:
             why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
         elif cwd:
             why = "its output names the working directory (-G/-lineinfo)"
+        elif self._records_sources(node):
+            why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
         found = HermeticStep(
             arguments=[tool or os.path.basename(argv[0]), *rest],
             env=env,
@@ -281,6 +316,13 @@ class Runner:
         }
         if node.step.kind == planlib.CICC:
             parts["libdevice"] = self._libdevice_digests()
+        if self._records_sources(node):
+            parts["sources"] = {
+                name: found
+                for path in node.inputs.values()
+                if path.endswith(".ptx")
+                for name, found in ptx_sources(path).items()
+            }
         if spec.cwd:
             parts["cwd"] = spec.cwd
         return parts
