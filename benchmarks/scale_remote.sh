@@ -19,7 +19,7 @@
 # SEED (default 31), JOBS (files at once on the client, default 16), ARCHS (default
 # run.py's five), CLIENT_CPUS (default 0,1), BACKEND_CPUS (default the others), CORPUS_DIR,
 # NVCC, PYTHON (the client's, with grpcio and protobuf; default the kit's venv, whose
-# BuildGrid brings the pinned ones), OUT_DIR (default
+# BuildGrid brings the pinned ones), TEAM (0: no sm_90 client), OUT_DIR (default
 # /tmp/devout), REAPI_VENV and PG_ROOT (where the kit's BuildGrid
 # and PostgreSQL go, default /tmp/reapi-venv and /tmp/pg).
 set -u
@@ -93,7 +93,7 @@ for n in "$@"; do
     taskset -c "$client" "${run[@]}" "${archs[@]}" --work-dir /tmp/work-remote-"$n" \
         --label "$label-w$n"
     echo "workers $n end $(date -u +%T)"
-    if ((first)); then
+    if ((first)) && [ "${TEAM:-1}" = 1 ]; then
         # Item 3: another directory, an empty local cache, sm_90 alone, the same backend.
         echo "team sm_90 start $(date -u +%T)"
         taskset -c "$client" "${run[@]}" --archs sm_90 --work-dir /tmp/work-remote-team \
