@@ -250,3 +250,14 @@ def test_remote_scale_sets_each_measured_wall_beside_both_replays(capsys):
     assert "| 60 | 137.4 | 135.7 | 135.1 (-0.5%) | 135.1 (-0.5%) |" in out
     with pytest.raises(SystemExit, match="traces are for"):
         run.main(["remote-scale", "--from", "12"])
+
+
+def test_a_trace_with_the_workers_seconds_replays_without_a_worker_count():
+    """The 60-worker build after cudafe++ and fatbinary went to the workers too: its
+    trace has each remote step's seconds on its worker (`worker_s`), so the replay needs
+    no --trace-workers, and ends within 5 % of the measured wall."""
+    trace = REPO / "tests" / "data" / "remote-kinds4-w60.trace.jsonl.gz"
+    assert replay.remote_kinds_of([trace]) == replay.REMOTE_KINDS
+    stretch = replay.Stretch.from_throughput(THROUGHPUT_64)
+    wall = replay.replay(replay.load([trace]), 2, "pid", 60, 0.0, 16, stretch)
+    assert wall == pytest.approx(replay.measured([trace]), rel=0.05)
