@@ -143,7 +143,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="",
         metavar="URL",
         help="nvcc-split's REAPI server (grpc://HOST:PORT, instance 'main'): its cache, and "
-        "its workers for cicc and ptxas (--remote-exec); the rest runs here",
+        "its workers for cudafe++, cicc, ptxas and fatbinary (--remote-exec); the rest runs here",
     )
     p.add_argument("--scenarios", default="1,2,3", help="which scenarios (default 1,2,3)")
     p.add_argument(

@@ -110,7 +110,7 @@ def test_run_py_dispatches_a_named_scenario(tmp_path, capsys) -> None:
     assert "usage: run.py occupancy" in capsys.readouterr().out
 
 
-def test_a_remote_build_runs_cicc_and_ptxas_on_workers_beside_the_clients_cores(tmp_path, capsys):
+def test_a_remote_build_runs_its_remote_kinds_on_workers_beside_the_clients_cores(tmp_path, capsys):
     # Four files: a 1 s preprocess, a 4 s cicc, a 1 s host compile, one after another;
     # a client of 1 core. With 4 workers the preprocesses run in a row (0-4 s) and each
     # cicc starts remotely as its preprocess ends (1-5, 2-6, 3-7, 4-8 s); the host
@@ -181,7 +181,7 @@ def test_a_remote_steps_run_is_its_seconds_without_the_backends_queue():
     # reached a worker when the first ended (2 s), so it ran 3 s, not 5. Steps the client
     # ran are not remote runs. Another cicc sent at 0.5 s and back at 1.5 s went ahead of
     # the queue (no worker was free before 2 s by this reckoning): it counts as 0 s, and
-    # the worker it took is free from 1.5 s for the next.
+    # the next still waits for the worker free at 2 s.
     rows = [
         {"step": "cicc", "cache": "remote-exec", "start": 0.0, "end": 2.0},
         {"step": "cicc", "cache": "remote-exec", "start": 0.0, "end": 3.0},
@@ -194,7 +194,7 @@ def test_a_remote_steps_run_is_its_seconds_without_the_backends_queue():
     late.append(rows[2] | {"start": 1.0})
     runs = replay.remote_runs(late, 2)
     assert runs[2] == (1.5, 1.5)
-    assert runs[3] == (1.5, 5.0)
+    assert runs[3] == (2.0, 5.0)
     # A trace with the worker's own seconds (nvcc-split's `worker_s`): those, whatever
     # the worker count.
     timed = [r | {"worker_s": 1.0} for r in rows[:3]] + [rows[3]]
@@ -246,7 +246,7 @@ def test_remote_scale_sets_each_measured_wall_beside_both_replays(capsys):
     its own trace's replay and the projection from the 60-worker trace."""
     assert run.main(["remote-scale"]) == 0
     out = capsys.readouterr().out
-    assert "| 8 | 188.6 | 187.6 | 194.3 (+3.6%) | 212.7 (+13.4%) |" in out
+    assert "| 8 | 188.6 | 187.6 | 191.8 (+2.2%) | 212.7 (+13.4%) | 179.4 (-4.4%) |" in out
     assert "| 60 | 137.4 | 135.7 | 135.1 (-0.5%) | 135.1 (-0.5%) |" in out
     with pytest.raises(SystemExit, match="traces are for"):
         run.main(["remote-scale", "--from", "12"])

@@ -22,6 +22,7 @@ import pytest
 from cuda_split import cache as cachelib
 from cuda_split import driver
 from cuda_split import plan as planlib
+from cuda_split.driver import runner
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HOST = ["-ccbin", "/usr/bin/gcc"]
@@ -439,6 +440,26 @@ def test_cache_hits_on_second_run(sdk, tmp_path):
     assert "explain reduce.cu ptxas[sm_90]: miss: changed: command line (added -O2)" in proc.stderr
 
 
+def test_ptx_sources_are_the_files_whose_mtime_and_size_ptxas_would_record(tmp_path):
+    """A `.file` with its own mtime and size is recorded as the PTX gives it (no stat);
+    a name ptxas cannot find is recorded as 0 and 0 (None here)."""
+    src = tmp_path / "a.cu"
+    src.write_text("x")
+    os.utime(src, (1_000_000_000, 1_000_000_000))
+    ptx = tmp_path / "a.ptx"
+    lines = [
+        f'\t.file\t1 "{src}"',
+        f'\t.file\t2 "{tmp_path}/h.cuh", 1000, 20',
+        f'\t.file\t3 "{tmp_path}/gone.cuh"',
+        f'\t.file\t4 "{src}"',
+    ]
+    ptx.write_text(".version 9.0\n" + "\n".join(lines) + "\n")
+    assert runner.ptx_sources(str(ptx)) == {
+        str(src): [1_000_000_000, 1],
+        f"{tmp_path}/gone.cuh": None,
+    }
+
+
 def test_line_info_cubins_record_the_sources_mtime_and_size_as_nvccs_do(sdk, tmp_path):
     """With -lineinfo ptxas writes the mtime and size of each source the PTX's `.file`
     directives name (where it finds them) into the cubin's line table, so nvcc's object
@@ -464,7 +485,8 @@ def test_line_info_cubins_record_the_sources_mtime_and_size_as_nvccs_do(sdk, tmp
         ptxas = {r["cache"] for r in read_table(table) if r["kind"] == "ptxas"}
         assert ptxas == {"miss"}, proc.stderr
     assert "explain k.cu cicc[compute_90]: hit" in proc.stderr
-    assert "ptxas[sm_90]: miss: changed: " in proc.stderr and "sources" in proc.stderr
+    ptxas = next(ln for ln in proc.stderr.splitlines() if "ptxas[sm_90]" in ln)
+    assert "miss: changed: " in ptxas and "sources" in ptxas, ptxas
     assert objects[0] != objects[1]  # the mtime is in the cubin
 
 

@@ -10,7 +10,8 @@ environment of `scripts/setup.sh`, as tests/test_reapi.py.
   takes that arch's cicc and ptxas; objects byte-identical to nvcc --keep's;
 - a corrupted CAS blob (an output of a cached step) is detected, not used, rebuilt;
 - the backend down: one warning naming the endpoint and the status, a good build;
-- --remote-exec: cicc and ptxas run on the worker, objects equal nvcc's.
+- --remote-exec: cudafe++, cicc, ptxas and fatbinary run on the worker, objects equal
+  nvcc's; a -lineinfo ptxas runs here, keyed by the source's mtime and size.
 """
 
 from __future__ import annotations
@@ -373,20 +374,29 @@ def test_remote_execution(
     assert {c for (k, _), c in rows.items() if k in ("cicc", "ptxas")} == {"remote-hit"}
     assert (b / "k.o").read_bytes() == (a / "k.o").read_bytes()
     # With -lineinfo ptxas records the source's mtime and size, which a worker does not
-    # have (it would write zeros): it runs here, and the object is still nvcc's.
-    line_info = [*HOST, "-lineinfo", "-arch=sm_75", "-c", str(source)]
-    c = tmp_path / "C"
-    proc = run_driver(
-        sdk,
-        c,
-        [*line_info, "-o", "k.o"],
-        *remote_flags(backend),
-        "--remote-exec",
-        "--no-cache",
-        "--explain",
-    )
-    assert "run locally: its cubin records the mtime and size of the sources" in proc.stderr
-    assert (c / "k.o").read_bytes() == nvcc_keep(sdk, tmp_path / "ref-c", line_info).read_bytes()
+    # have (it would write zeros): it runs here, and the object is still nvcc's. Its
+    # action holds them: after a touch, another client does not take the old cubin.
+    own = tmp_path / "line-info" / "k.cu"
+    own.parent.mkdir()
+    own.write_text(SOURCE)
+    line_info = [*HOST, "-lineinfo", "-arch=sm_75", "-c", str(own)]
+    for name in ("C", "D"):
+        proc = run_driver(
+            sdk,
+            tmp_path / name,
+            [*line_info, "-o", "k.o"],
+            *remote_flags(backend),
+            "--remote-exec",
+            "--no-cache",
+            "--explain",
+        )
+        ptxas = next(ln for ln in proc.stderr.splitlines() if "ptxas[sm_75]" in ln)
+        assert "run locally: its cubin records the mtime and size of the sources" in ptxas
+        assert "remote hit" not in ptxas
+        ref = nvcc_keep(sdk, tmp_path / f"ref-{name}", line_info)
+        assert (tmp_path / name / "k.o").read_bytes() == ref.read_bytes()
+        st = own.stat()
+        os.utime(own, (st.st_atime, st.st_mtime + 1000))
 
 
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:

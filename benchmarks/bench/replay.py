@@ -1,7 +1,7 @@
 """Replay an nvcc-split build's trace as the slot pool would schedule it, by another rule.
 
     python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
-        [--workers N --overhead S --files-at-once J]   # a remote build: cicc, ptxas on N
+        [--workers N --overhead S --files-at-once J]   # a remote build on N workers
         [--trace-workers M] [--shared-host THROUGHPUT.json]   # (see "Remote traces")
 
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
@@ -65,6 +65,7 @@ import json
 import pathlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuda_split import plan as planlib
 from cuda_split import slots  # tools/, on sys.path from bench/__init__.py
@@ -120,7 +121,9 @@ class Stretch:
         return cls(tuple((k, sum(v) / len(v)) for k, v in sorted(by_k.items())))
 
 
-def remote_runs(records: Sequence[dict], trace_workers: int) -> dict[int, tuple[float, float]]:
+def remote_runs(
+    records: Sequence[dict[str, Any]], trace_workers: int
+) -> dict[int, tuple[float, float]]:
     """When each remote-exec record (by its position in `records`) ran on a worker: its
     last `worker_s` seconds where the trace has them (nvcc-split writes the worker's own
     seconds since 2026-11-27), else as a first-come first-served backend of
@@ -129,9 +132,9 @@ def remote_runs(records: Sequence[dict], trace_workers: int) -> dict[int, tuple[
     workers, the client's start and end. The
     backend is first-come first-served only roughly (each request follows its own
     upload): a step that ended before any worker became free by this reckoning went
-    ahead of the queue, and its run counts as 0 s (4 and 8 of 160 steps of issue 31's
-    runs at 16 and 8 workers; none at 32 and 60)."""
-    runs = {}
+    ahead of the queue, and its run counts as 0 s, its worker still busy until then (4
+    and 8 of 160 steps of issue 31's runs at 16 and 8 workers; none at 32 and 60)."""
+    runs: dict[int, tuple[float, float]] = {}
     for i, r in enumerate(records):
         if r.get("cache") == "remote-exec" and r.get("worker_s") is not None:
             runs[i] = (max(r["start"], r["end"] - r["worker_s"]), r["end"])
@@ -144,7 +147,9 @@ def remote_runs(records: Sequence[dict], trace_workers: int) -> dict[int, tuple[
     for start, i in sent:
         end = records[i]["end"]
         if trace_workers:
-            start = min(max(start, heapq.heapreplace(free, end)), end)
+            free_at = heapq.heappop(free)
+            start = min(max(start, free_at), end)
+            heapq.heappush(free, max(free_at, end))
         runs[i] = (start, end)
     return runs
 

@@ -28,3 +28,6 @@ class HermeticStep:
     outputs: dict[str, str]  # role -> path in the root
     cwd: str  # the working directory where the outputs name it, else ""
     no_remote_exec: str  # why the step cannot run on a remote worker ("" if it can)
+    # What the outputs depend on beyond the command and the files: the mtimes and sizes
+    # of the sources a -lineinfo/-G ptxas records (JSON), else "".
+    sources: str = ""

@@ -167,9 +167,15 @@ class Remote:
         action = reapi_schema.Action(
             command_digest=command_digest, input_root_digest=tree.root, platform=self.platform
         )
+        salt = []
         if spec.cwd:
             # The outputs name the working directory (cicc -G/-lineinfo): its own key space.
-            action.salt = f"cwd={spec.cwd}".encode()
+            salt.append(f"cwd={spec.cwd}")
+        if spec.sources:
+            # The cubin records these sources' mtimes and sizes (ptxas -lineinfo/-G).
+            salt.append(f"sources={spec.sources}")
+        if salt:
+            action.salt = "\n".join(salt).encode()
         digest, action_bytes = reapi.message_digest(action)
         return Prepared(digest, action_bytes, command_bytes, command_digest, tree, sources)
 

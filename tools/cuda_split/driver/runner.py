@@ -69,17 +69,24 @@ _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 # ptxas flags with which the cubin's line table records the mtime and size of each source
 # the PTX's `.file` directives name, where ptxas finds the file (nvcc -lineinfo, -G).
 _PTXAS_LINE_INFO_FLAGS = ("--generate-line-info", "-lineinfo", "-g", "--device-debug")
-_PTX_FILE = re.compile(rb'^\s*\.file\s+\d+\s+"((?:[^"\\]|\\.)*)"', re.M)
+# `.file N "name"`, and the `, mtime, size` that, when the PTX gives them, ptxas takes
+# instead of the file's. No `^` anchor: a literal prefix keeps the scan of a PTX of
+# hundreds of MB fast (cicc writes the directives at its end).
+_PTX_FILE = re.compile(rb'\.file[ \t]+\d+[ \t]+"((?:[^"\\\n]|\\.)*)"([ \t]*,)?')
 
 
 def ptx_sources(ptx: str) -> dict[str, list[int] | None]:
-    """The files a PTX's `.file` directives name (relative ones from this directory, as
-    ptxas reads them), each with the [mtime in seconds, size] ptxas would record, or None
-    where there is no such file."""
+    """The files a PTX's `.file` directives name without their own mtime and size, each
+    with the [mtime in seconds, size] ptxas records for it, or None where ptxas finds no
+    such file (it then records 0 and 0). Relative names are from this directory, where
+    the local ptxas runs; escaped names are kept as written (ptxas finds no such file)."""
     with open(ptx, "rb") as f:
-        names = dict.fromkeys(
-            m.group(1).decode(errors="surrogateescape") for m in _PTX_FILE.finditer(f.read())
-        )
+        text = f.read()
+    names = dict.fromkeys(
+        m.group(1).decode(errors="surrogateescape")
+        for m in _PTX_FILE.finditer(text)
+        if not m.group(2)
+    )
     found: dict[str, list[int] | None] = {}
     for name in names:
         try:
@@ -97,8 +104,8 @@ _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
 # Steps that --remote-exec runs on the backend's workers: their inputs are files of the
 # plan, and the SDK files they read are known (the tool; cicc's libdevice). The others
-# (the preprocessors and the host compile, which need the host compiler and its headers)
-# run locally, with the remote cache. cudafe++ and fatbinary joined cicc and ptxas on
+# (the preprocessors, with the local cache, and the host compile: they need the host
+# compiler and its headers) run locally. cudafe++ and fatbinary joined cicc and ptxas on
 # 2026-11-27: from 32 workers up a 2-core client was the bound (issue 31's remote runs).
 REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 
@@ -272,6 +279,15 @@ class Runner:
             why = "its output names the working directory (-G/-lineinfo)"
         elif self._records_sources(node):
             why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
+        sources = ""
+        if self._records_sources(node):
+            named = {
+                name: found
+                for path in node.inputs.values()
+                if path.endswith(".ptx")
+                for name, found in ptx_sources(path).items()
+            }
+            sources = json.dumps(named, sort_keys=True)
         found = HermeticStep(
             arguments=[tool or os.path.basename(argv[0]), *rest],
             env=env,
@@ -280,6 +296,7 @@ class Runner:
             outputs=outputs,
             cwd=cwd,
             no_remote_exec=why,
+            sources=sources,
         )
         self._specs[node.index] = found
         return found
@@ -316,13 +333,8 @@ class Runner:
         }
         if node.step.kind == planlib.CICC:
             parts["libdevice"] = self._libdevice_digests()
-        if self._records_sources(node):
-            parts["sources"] = {
-                name: found
-                for path in node.inputs.values()
-                if path.endswith(".ptx")
-                for name, found in ptx_sources(path).items()
-            }
+        if spec.sources:
+            parts["sources"] = json.loads(spec.sources)
         if spec.cwd:
             parts["cwd"] = spec.cwd
         return parts
