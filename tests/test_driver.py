@@ -22,7 +22,7 @@ import pytest
 from cuda_split import cache as cachelib
 from cuda_split import driver
 from cuda_split import plan as planlib
-from cuda_split.driver import runner
+from cuda_split.driver import line_info
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HOST = ["-ccbin", "/usr/bin/gcc"]
@@ -454,7 +454,7 @@ def test_ptx_sources_are_the_files_whose_mtime_and_size_ptxas_would_record(tmp_p
         f'\t.file\t4 "{src}"',
     ]
     ptx.write_text(".version 9.0\n" + "\n".join(lines) + "\n")
-    assert runner.ptx_sources(str(ptx)) == {
+    assert line_info.ptx_sources(str(ptx)) == {
         str(src): [1_000_000_000, 1],
         f"{tmp_path}/gone.cuh": None,
     }

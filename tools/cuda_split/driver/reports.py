@@ -1,4 +1,4 @@
-"""--table and --graph."""
+"""--table, --graph and --trace's step lines."""
 
 from __future__ import annotations
 
@@ -86,3 +86,28 @@ def _direct(nodes: Sequence[Node], dep: int, node: Node) -> bool:
 
 def _dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def trace_record(
+    source: str, node: Node, start: float, end: float, written: Mapping[str, int]
+) -> dict[str, object]:
+    """A step's --trace line (docs/driver.md): times in seconds since the epoch."""
+    record: dict[str, object] = {
+        "pid": os.getpid(),
+        "src": source,
+        "step": node.step.kind,
+        "arch": node.step.arch or "",
+        "index": node.index,
+        "deps": sorted(node.deps),
+        "written": dict(written),
+        "cache": node.cache,
+        "rc": node.rc,
+        "cpu": round(node.cpu, 3),
+        "start": round(start, 6),
+        "end": round(end, 6),
+    }
+    if node.worker_seconds is not None:
+        # The worker's share of the step's seconds (the rest: the upload, the backend's
+        # queue, the download): what a replay on other workers needs.
+        record["worker_s"] = round(node.worker_seconds, 3)
+    return record

@@ -19,6 +19,7 @@ from cuda_split import slots as slotslib
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
 from cuda_split.driver.dag import _role_file_name
 from cuda_split.driver.executor import load_limit, run_dag, sizes
+from cuda_split.driver.line_info import ptx_sources, records_sources
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
     _COMPILER_ENV,
@@ -36,6 +37,7 @@ from cuda_split.driver.preprocess import (
     preprocess_depends_on_cwd,
     texts_entry,
 )
+from cuda_split.driver.reports import trace_record
 from cuda_split.hermetic import HermeticStep
 
 if TYPE_CHECKING:
@@ -66,47 +68,12 @@ _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS
 # cicc flags with which its PTX names source files relative to its working directory.
 _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 
-# ptxas flags with which the cubin's line table records the mtime and size of each source
-# the PTX's `.file` directives name, where ptxas finds the file (nvcc -lineinfo, -G).
-_PTXAS_LINE_INFO_FLAGS = ("--generate-line-info", "-lineinfo", "-g", "--device-debug")
-# `.file N "name"`, and the `, mtime, size` that, when the PTX gives them, ptxas takes
-# instead of the file's. No `^` anchor: a literal prefix keeps the scan of a PTX of
-# hundreds of MB fast (cicc writes the directives at its end).
-_PTX_FILE = re.compile(rb'\.file[ \t]+\d+[ \t]+"((?:[^"\\\n]|\\.)*)"([ \t]*,)?')
-
-
-def ptx_sources(ptx: str) -> dict[str, list[int] | None]:
-    """The files a PTX's `.file` directives name without their own mtime and size, each
-    with the [mtime in seconds, size] ptxas records for it, or None where ptxas finds no
-    such file (it then records 0 and 0). Relative names are from this directory, where
-    the local ptxas runs; escaped names are kept as written (ptxas finds no such file)."""
-    with open(ptx, "rb") as f:
-        text = f.read()
-    names = dict.fromkeys(
-        m.group(1).decode(errors="surrogateescape")
-        for m in _PTX_FILE.finditer(text)
-        if not m.group(2)
-    )
-    found: dict[str, list[int] | None] = {}
-    for name in names:
-        try:
-            st = os.stat(name)
-        except OSError:
-            found[name] = None
-            continue
-        found[name] = [int(st.st_mtime), st.st_size]
-    return found
-
-
 # Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
 # cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
-# Steps that --remote-exec runs on the backend's workers: their inputs are files of the
-# plan, and the SDK files they read are known (the tool; cicc's libdevice). The others
-# (the preprocessors, with the local cache, and the host compile: they need the host
-# compiler and its headers) run locally. cudafe++ and fatbinary joined cicc and ptxas on
-# 2026-11-27: from 32 workers up a 2-core client was the bound (issue 31's remote runs).
+# Steps that --remote-exec runs on workers: they read files of the plan and known SDK
+# files. The preprocessors and the host compile need the host compiler and its headers.
 REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 
 
@@ -149,24 +116,7 @@ class Runner:
     def trace_step(self, node: Node, start: float, end: float) -> None:
         """Append the step's JSON line to --trace (one write, O_APPEND: the lines of the
         build's processes do not mix). A trace that cannot be written is a warning."""
-        record = {
-            "pid": os.getpid(),
-            "src": self.source,
-            "step": node.step.kind,
-            "arch": node.step.arch or "",
-            "index": node.index,
-            "deps": sorted(node.deps),
-            "written": sizes(node),
-            "cache": node.cache,
-            "rc": node.rc,
-            "cpu": round(node.cpu, 3),
-            "start": round(start, 6),
-            "end": round(end, 6),
-        }
-        if node.worker_seconds is not None:
-            # The worker's share of the step's seconds (the rest: the upload, the
-            # backend's queue, the download): what a replay on other workers needs.
-            record["worker_s"] = round(node.worker_seconds, 3)
+        record = trace_record(self.source, node, start, end, sizes(node))
         try:
             append_json_line(self.opts.trace, record)
         except OSError as e:
@@ -216,12 +166,6 @@ class Runner:
         machine's cores: the executor gives it no local slot."""
         remote = self.remote
         return remote is not None and not remote.failed and not self.spec(node).no_remote_exec
-
-    @staticmethod
-    def _records_sources(node: Node) -> bool:
-        """A ptxas whose cubin records its sources' mtimes and sizes (see ptx_sources)."""
-        argv = node.cmd.argv
-        return node.step.kind == planlib.PTXAS and any(f in argv for f in _PTXAS_LINE_INFO_FLAGS)
 
     def spec(self, node: Node) -> HermeticStep:
         """The step's hermetic form (see HermeticStep)."""
@@ -277,10 +221,10 @@ class Runner:
             why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
         elif cwd:
             why = "its output names the working directory (-G/-lineinfo)"
-        elif self._records_sources(node):
+        elif records_sources(node):
             why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
         sources = ""
-        if self._records_sources(node):
+        if records_sources(node):
             named = {
                 name: found
                 for path in node.inputs.values()
