@@ -3,6 +3,7 @@ its files: the mtime and size of each source its PTX names (tests/test_driver.py
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -45,3 +46,17 @@ def records_sources(node: Node) -> bool:
     """A ptxas whose cubin records its sources' mtimes and sizes (see ptx_sources)."""
     argv = node.cmd.argv
     return node.step.kind == planlib.PTXAS and any(f in argv for f in PTXAS_LINE_INFO_FLAGS)
+
+
+def sources_json(node: Node) -> str:
+    """For a ptxas that records them, its PTX inputs' `ptx_sources` as sorted JSON (a part
+    of its keys, local and remote); else ""."""
+    if not records_sources(node):
+        return ""
+    named = {
+        name: found
+        for path in node.inputs.values()
+        if path.endswith(".ptx")
+        for name, found in ptx_sources(path).items()
+    }
+    return json.dumps(named, sort_keys=True)

@@ -19,7 +19,7 @@ from cuda_split import slots as slotslib
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
 from cuda_split.driver.dag import _role_file_name
 from cuda_split.driver.executor import load_limit, run_dag, sizes
-from cuda_split.driver.line_info import ptx_sources, records_sources
+from cuda_split.driver.line_info import records_sources, sources_json
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
     _COMPILER_ENV,
@@ -223,15 +223,6 @@ class Runner:
             why = "its output names the working directory (-G/-lineinfo)"
         elif records_sources(node):
             why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
-        sources = ""
-        if records_sources(node):
-            named = {
-                name: found
-                for path in node.inputs.values()
-                if path.endswith(".ptx")
-                for name, found in ptx_sources(path).items()
-            }
-            sources = json.dumps(named, sort_keys=True)
         found = HermeticStep(
             arguments=[tool or os.path.basename(argv[0]), *rest],
             env=env,
@@ -240,7 +231,7 @@ class Runner:
             outputs=outputs,
             cwd=cwd,
             no_remote_exec=why,
-            sources=sources,
+            sources=sources_json(node),
         )
         self._specs[node.index] = found
         return found
