@@ -145,6 +145,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="nvcc-split's REAPI server (grpc://HOST:PORT, instance 'main'): its cache, and "
         "its workers for cudafe++, cicc, ptxas and fatbinary (--remote-exec); the rest runs here",
     )
+    p.add_argument(
+        "--split-remote-host-compile",
+        action="store_true",
+        help="with --split-remote, the host compile on the workers too (--remote-host-compile)",
+    )
     p.add_argument("--scenarios", default="1,2,3", help="which scenarios (default 1,2,3)")
     p.add_argument(
         "--configs",
@@ -251,6 +256,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             p.error(f"--split-load-average {args.split_load_average}: 'auto' or a number >= 0")
     if args.split_remote and not re.fullmatch(r"grpcs?://[^/\s]+", args.split_remote):
         p.error(f"--split-remote {args.split_remote}: expected grpc://HOST:PORT")
+    if args.split_remote_host_compile and not args.split_remote:
+        p.error("--split-remote-host-compile needs --split-remote")
     if args.split_jobs not in ("width", "jobserver") and not args.split_jobs.isdigit():
         p.error("--split-jobs: 'width', 'jobserver' or a number")
     return args

@@ -18,7 +18,7 @@
 # SEED from the backend's files not in subset.txt, default 36; 0: the whole backend, 144),
 # SEED (default 31), JOBS (files at once on the client, default 16), ARCHS (default
 # run.py's five), CLIENT_CPUS (default 0,1), BACKEND_CPUS (default the others), CORPUS_DIR,
-# NVCC, PYTHON (the client's, with grpcio and protobuf; default the kit's venv, whose
+# NVCC, HOST_COMPILE (1: the host compile on the workers too, --remote-host-compile), PYTHON (the client's, with grpcio and protobuf; default the kit's venv, whose
 # BuildGrid brings the pinned ones), TEAM (0: no sm_90 client), OUT_DIR (default
 # /tmp/devout), REAPI_VENV and PG_ROOT (where the kit's BuildGrid
 # and PostgreSQL go, default /tmp/reapi-venv and /tmp/pg).
@@ -89,6 +89,7 @@ for n in "$@"; do
     run=("${PYTHON:-$venv/bin/python}" benchmarks/run.py "${files[@]}" --no-bazel --examples none --scenarios 1
         --configs split --split-remote "$url" --corpus-dir "$corpus" --nvcc "$nvcc"
         --repeats 1 --jobs "$jobs" --out "$out" --raw-dir /tmp/raw)
+    [ "${HOST_COMPILE:-0}" = 1 ] && run+=(--split-remote-host-compile)
     echo "workers $n start $(date -u +%T)"
     taskset -c "$client" "${run[@]}" "${archs[@]}" --work-dir /tmp/work-remote-"$n" \
         --label "$label-w$n"

@@ -254,4 +254,14 @@ def test_split_remote_adds_the_servers_options_to_nvcc_split_only(
     split, nvcc_t = seen
     at = split.index("--remote")
     assert split[at : at + 5] == ["--remote", url, "--remote-instance", "main", "--remote-exec"]
+    assert "--remote-host-compile" not in split
     assert "--remote" not in nvcc_t
+    # --split-remote-host-compile: the host compile on the workers too.
+    with pytest.raises(SystemExit):
+        run.parse_args(["--split-remote-host-compile"])
+    assert "--split-remote-host-compile needs --split-remote" in capsys.readouterr().err
+    ctx = configs.Ctx(
+        "nvcc", {}, 4, "width", "auto", tmp_path, tmp_path, split_remote=url, split_remote_host=True
+    )
+    configs.compile_task(ctx, "split", job, ["sm_90"], "r")()
+    assert "--remote-host-compile" in seen[-1]

@@ -399,6 +399,32 @@ def test_remote_execution(
         os.utime(own, (st.st_atime, st.st_mtime + 1000))
 
 
+def test_remote_host_compile(
+    sdk: pathlib.Path, backend: Backend, source: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """--remote-host-compile: the host compile runs on the worker (which has the host
+    compiler at the same path, and not the SDK: its headers come in the input root); the
+    object is nvcc's. Another build directory takes it from the action cache. With -g it
+    runs here, and says why."""
+    args = [*HOST, "-arch=sm_89", "-c", str(source)]
+    flags = [*remote_flags(backend), "--remote-exec", "--remote-host-compile", "--no-cache"]
+    ref = nvcc_keep(sdk, tmp_path / "ref", args).read_bytes()
+    for name, cache in (("A", "remote-exec"), ("B", "remote-hit")):
+        proc = run_driver(
+            sdk, tmp_path / name, [*args, "-o", "k.o"], *flags, "--table", "t.csv", "--explain"
+        )
+        rows = cache_column(tmp_path / name / "t.csv")
+        assert rows[("host_compile", "")] == cache, proc.stderr
+        assert (tmp_path / name / "k.o").read_bytes() == ref, name
+    log = "\n".join(w.tail(200) for w in backend.workers)
+    assert "out/k.o: exit 0" in log, log
+    debug = [*HOST, "-g", "-arch=sm_89", "-c", str(source)]
+    proc = run_driver(sdk, tmp_path / "G", [*debug, "-o", "k.o"], *flags, "--explain")
+    host = next(ln for ln in proc.stderr.splitlines() if " host_compile: " in ln)
+    assert "-g: the object names the working directory" in host, proc.stderr
+    assert "executed remotely" not in host, proc.stderr
+
+
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:
     """cuda_split.reapi against the server: blobs above the batch limit go through
     ByteStream Write/Read, the others in batches; what is read back is checked."""

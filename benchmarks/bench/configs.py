@@ -60,6 +60,7 @@ class Ctx:
     raw: pathlib.Path  # logs and tables
     work: pathlib.Path  # objects, caches
     split_remote: str = ""  # nvcc-split's REAPI server ("" for none): cache and --remote-exec
+    split_remote_host: bool = False  # and --remote-host-compile
 
     def split_j(self, archs: Sequence[str]) -> int:
         """nvcc-split's -j per file under a pool of `jobs` files (README.md)."""
@@ -99,6 +100,7 @@ def compile_task(
                 opts += ["--load-average", ctx.split_load]
             if ctx.split_remote:
                 opts += ["--remote", ctx.split_remote, "--remote-instance", "main", "--remote-exec"]
+                opts += ["--remote-host-compile"] if ctx.split_remote_host else []
             # A cache that never evicts during the benchmark (the full backend's
             # entries pass nvcc-split's default bound of 5G).
             opts += (

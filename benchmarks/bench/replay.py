@@ -69,7 +69,7 @@ from typing import Any
 
 from cuda_split import plan as planlib
 from cuda_split import slots  # tools/, on sys.path from bench/__init__.py
-from cuda_split.driver.runner import REMOTE_EXEC_KINDS
+from cuda_split.driver.step_spec import REMOTE_EXEC_KINDS
 
 RULES = ("pid", "held", "ready", "known")
 

@@ -86,6 +86,7 @@ class Bench:
             self.raw,
             self.work,
             split_remote=args.split_remote,
+            split_remote_host=args.split_remote_host_compile,
         )
         self.bazel: Bazel | None = None
 
@@ -158,6 +159,7 @@ class Bench:
             "split_jobs": args.split_jobs,
             "split_load_average": args.split_load_average,
             "split_remote": args.split_remote,
+            "split_remote_host_compile": args.split_remote_host_compile,
             "slots": os.environ.get("CUDA_SPLIT_SLOTS", ""),
             "split_j": self.ctx.split_j(self.archs),
             "repeats": args.repeats,

@@ -173,7 +173,7 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
             limit = load_limit(opts, jobserver)
             held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
             say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}")
-        runner = Runner(opts, src, work_dir, plan)
+        runner = Runner(opts, src, work_dir, plan, files)
         try:
             rc = runner.run_all(nodes, jobserver, pool)
         finally:

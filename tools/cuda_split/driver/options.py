@@ -37,6 +37,7 @@ class Options:
     remote: str = ""  # REAPI endpoint, "" for none
     remote_instance: str = ""
     remote_exec: bool = False
+    remote_host_compile: bool = False
     remote_upload: bool = True
     remote_properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     jobs_given: bool = False  # -j was given: it bounds the steps under a jobserver too
@@ -152,6 +153,13 @@ def _driver_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the cudafe++, cicc, ptxas and fatbinary steps that miss both caches on "
         "the server's workers (their tool and SDK files are uploaded)",
+    )
+    p.add_argument(
+        "--remote-host-compile",
+        action="store_true",
+        help="with --remote-exec, run the host compile on the workers too: they must have "
+        "the host compiler and its system headers at the same paths as this machine "
+        "(one image); the SDK's headers are uploaded (docs/driver.md)",
     )
     p.add_argument(
         "--remote-upload",
@@ -279,6 +287,8 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         p.error(f"--remote {ns.remote}: expected grpc://HOST:PORT (or grpcs://HOST:PORT)")
     if ns.remote_exec and not ns.remote:
         p.error("--remote-exec needs --remote")
+    if ns.remote_host_compile and not ns.remote_exec:
+        p.error("--remote-host-compile needs --remote-exec")
     if ns.load_average is not None and not ns.load_average >= 0:
         p.error(
             f"--load-average {ns.load_average:g}: expected a number of tasks >= 0 (0: no limit)"
@@ -314,6 +324,7 @@ def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Optio
         remote=ns.remote,
         remote_instance=ns.remote_instance,
         remote_exec=ns.remote_exec,
+        remote_host_compile=ns.remote_host_compile,
         remote_upload=ns.remote_upload,
         remote_properties=properties,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import threading
@@ -17,9 +16,8 @@ from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
-from cuda_split.driver.dag import _role_file_name
 from cuda_split.driver.executor import load_limit, run_dag, sizes
-from cuda_split.driver.line_info import records_sources, sources_json
+from cuda_split.driver.host_remote import host_compile_spec
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
     _COMPILER_ENV,
@@ -32,12 +30,12 @@ from cuda_split.driver.preprocess import (
     _manifest_variants,
     _preprocess_key,
     _quoted,
-    _records_names,
     header_digest,
     preprocess_depends_on_cwd,
     texts_entry,
 )
 from cuda_split.driver.reports import trace_record
+from cuda_split.driver.step_spec import plan_step_spec
 from cuda_split.hermetic import HermeticStep
 
 if TYPE_CHECKING:
@@ -65,23 +63,24 @@ MANIFEST_VARIANTS = 8
 # Environment lines of nvcc's plan that are not paths and may change a step's output.
 _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS_FLAGS")
 
-# cicc flags with which its PTX names source files relative to its working directory.
-_CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
-
 # Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
 # cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
 _RELOCATED_ROLE_PREFIXES = ("stub:",)
-
-# Steps that --remote-exec runs on workers: they read files of the plan and known SDK
-# files. The preprocessors and the host compile need the host compiler and its headers.
-REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 
 
 class Runner:
     """Runs the nodes of one compilation, with the cache."""
 
-    def __init__(self, opts: Options, source: str, work_dir: str, plan: planlib.Plan):
+    def __init__(
+        self,
+        opts: Options,
+        source: str,
+        work_dir: str,
+        plan: planlib.Plan,
+        files: dict[str, str] | None = None,
+    ):
         self.opts = opts
+        self.files = files or {}  # role -> path of the plan's files (build_dag)
         self.source = os.path.realpath(source)
         self.work_dir = work_dir
         self.plan = plan
@@ -156,11 +155,6 @@ class Runner:
 
     # -- the hermetic form of a step --------------------------------------------------
 
-    def _sdk_path(self, path: str) -> str | None:
-        """`sdk/<path in the SDK>` for a file of the SDK nvcc belongs to, else None."""
-        rel = os.path.relpath(os.path.realpath(path), self.sdk_top)
-        return None if rel.startswith(os.pardir) else f"sdk/{rel}"
-
     def offloaded(self, node: Node) -> bool:
         """Whether the step runs on the backend's workers (--remote-exec), not on this
         machine's cores: the executor gives it no local slot."""
@@ -170,70 +164,16 @@ class Runner:
     def spec(self, node: Node) -> HermeticStep:
         """The step's hermetic form (see HermeticStep)."""
         found = self._specs.get(node.index)
-        if found is not None:
-            return found
-        argv = node.cmd.argv
-        # Base names where the output records them (ptxas -g writes its command line into
-        # the cubin), else names from the roles alone.
-        names = _records_names(node)
-
-        def name(role: str, path: str) -> str:
-            return os.path.basename(path) if names else _role_file_name(role)
-
-        mapping: dict[str, str] = {}
-        inputs, outputs = {}, {}
-        for role, path in sorted(node.inputs.items()):
-            mapping[path] = inputs_rel = f"in/{name(role, path)}"
-            inputs[inputs_rel] = path
-        for role, path in sorted(node.outputs.items()):
-            mapping[path] = outputs[role] = f"out/{name(role, path)}"
-        scratch = re.compile(re.escape(self.scratch_dir + "/") + r'[^"\s,]+')
-        found_scratch = [m.group(0) for tok in argv[1:] for m in scratch.finditer(tok)]
-        for i, path in enumerate(dict.fromkeys(found_scratch)):
-            # Files nothing reads (cicc's host-side C, nvcc's copy of the fatbin).
-            mapping[path] = f"out/scratch.{i}"
-        tools: dict[str, str] = {}
-        env = dict(self.key_env)
-        tool = self._sdk_path(argv[0])
-        if tool is not None:
-            tools[tool] = argv[0]
-        if node.step.kind == planlib.CICC and self.libdevice and os.path.isdir(self.libdevice):
-            libdevice = self._sdk_path(self.libdevice)
-            if libdevice is not None:
-                env["NVVMIR_LIBRARY_DIR"] = libdevice
-                for f in sorted(os.listdir(self.libdevice)):
-                    if f.endswith(".bc"):
-                        tools[f"{libdevice}/{f}"] = os.path.join(self.libdevice, f)
-        if mapping:
-            longest_first = sorted(mapping, key=len, reverse=True)
-            paths = re.compile("|".join(re.escape(p) for p in longest_first))
-            rest = [paths.sub(lambda m: mapping[m.group(0)], a) for a in argv[1:]]
-        else:
-            rest = list(argv[1:])
-        rest = [a.replace(self.work_dir, "<work>") for a in rest]  # none left, normally
-        cwd = ""
-        if node.step.kind == planlib.CICC and any(f in argv for f in _CICC_CWD_FLAGS):
-            cwd = os.getcwd()
-        why = ""
-        if node.step.kind not in REMOTE_EXEC_KINDS:
-            why = f"{node.step.kind} runs locally"
-        elif tool is None:
-            why = f"{argv[0]} is not in the SDK ({self.sdk_top})"
-        elif cwd:
-            why = "its output names the working directory (-G/-lineinfo)"
-        elif records_sources(node):
-            why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
-        found = HermeticStep(
-            arguments=[tool or os.path.basename(argv[0]), *rest],
-            env=env,
-            inputs=inputs,
-            tools=tools,
-            outputs=outputs,
-            cwd=cwd,
-            no_remote_exec=why,
-            sources=sources_json(node),
-        )
-        self._specs[node.index] = found
+        if found is None:
+            if node.step.kind == planlib.HOST_COMPILE and self.opts.remote_host_compile:
+                found = host_compile_spec(
+                    node, self.files, self.sdk_top, self.work_dir, self._compiler_id
+                )
+            else:
+                found = plan_step_spec(
+                    node, self.work_dir, self.sdk_top, self.key_env, self.libdevice
+                )
+            self._specs[node.index] = found
         return found
 
     def portable(self, node: Node, role: str, data: bytes) -> bytes:
@@ -303,10 +243,13 @@ class Runner:
             )
             path = proc.stdout.strip()
             if proc.returncode == 0 and os.path.isabs(path) and os.path.isfile(path):
-                assert self.cache is not None
-                digest = self.cache.tool_digest(path)
+                digest = self._tool_digest(path)
             self._compilers[driver] = digest
         return self._compilers[driver]
+
+    def _compiler_id(self, driver: str) -> str:
+        """The host compiler's identity in a remote host compile's action."""
+        return f"{self._tool_digest(driver)} cc1plus:{self._compiler_proper(driver)}"
 
     # -- one node -------------------------------------------------------------------
 
@@ -316,6 +259,8 @@ class Runner:
             cached = self.cache is not None or self.remote is not None
             if cached and node.step.kind in CACHED_KINDS:
                 self._run_cached(node)
+            elif node.step.kind == planlib.HOST_COMPILE and self.opts.remote_host_compile:
+                self._run_remote_only(node)
             elif self.cache is not None and node.step.kind in PREPROCESS_KINDS:
                 self._run_preprocess_cached(node)
             else:
@@ -390,12 +335,38 @@ class Runner:
             self._store(node)
             self.cache.record_parts(ident, parts)
 
+    def _run_remote_only(self, node: Node) -> None:
+        """A step no local cache keeps (the host compile): the remote's action cache, else
+        its workers, else here."""
+        spec = self.spec(node)
+        node.cache = "miss"
+        if self.remote is None or not self.offloaded(node):
+            node.explain = f"run locally: {spec.no_remote_exec or 'the remote is unavailable'}"
+            return self._execute(node)
+        prepared = self.remote.prepare(spec)
+        found, note = self.remote.lookup(prepared, spec)
+        if found is not None:
+            node.cache, node.explain = "remote-hit", f"remote hit (action {prepared.short})"
+        else:
+            if self.opts.verbose:
+                say(f"run {node.label} remotely: action {prepared.short}")
+            found, note = self.remote.execute(prepared, spec)
+            if found is not None:
+                node.cache, node.worker_seconds = "remote-exec", found.worker_seconds
+                node.explain = f"executed remotely (on {found.worker or 'a worker'})"
+        if found is None:
+            node.explain = f"{note}; run locally"
+            return self._execute(node)
+        self._take(node, spec, found)
+        node.rc = 0
+
     def _take(self, node: Node, spec: HermeticStep, outcome: remotelib.Outcome) -> None:
         """Write what the remote produced for the step where the step would have."""
         by_rel = {rel: role for role, rel in spec.outputs.items()}
+        paths = {**node.outputs, "obj": planlib.flag_value(node.cmd.argv, "-o") or ""}
         for rel, data in outcome.outputs.items():
             role = by_rel[rel]
-            with open(node.outputs[role], "wb") as f:
+            with open(paths[role], "wb") as f:
                 f.write(self.localize(node, role, data))
         node.stdout, node.stderr = outcome.stdout, outcome.stderr
         node.rc = 0

@@ -1,0 +1,133 @@
+"""The host compile's action (driver/host_remote.py, `--remote-host-compile`): what it
+sends, and what keeps it on this machine. The run on a worker, with the object compared
+to nvcc's, is tests/test_driver_remote.py::test_remote_host_compile."""
+
+from __future__ import annotations
+
+import pathlib
+
+from cuda_split import plan as planlib
+from cuda_split.driver import host_remote
+from cuda_split.driver.common import Node
+
+
+def _sdk(root: pathlib.Path) -> pathlib.Path:
+    sdk = root / "sdk-top"
+    for rel in ("include/crt/host_runtime.h", "include/builtin_types.h", "include/cccl/cub.h"):
+        (sdk / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sdk / rel).write_text(f"// {rel}\n")
+    (sdk / "bin").mkdir()
+    return sdk
+
+
+def _node(argv: list[str], inputs: dict[str, str]) -> Node:
+    class Cmd:
+        pass
+
+    cmd = Cmd()
+    cmd.argv = argv  # type: ignore[attr-defined]
+    return Node(0, planlib.Step(planlib.HOST_COMPILE, argv), cmd, inputs, {})  # type: ignore[arg-type]
+
+
+def _work(root: pathlib.Path) -> tuple[pathlib.Path, dict[str, str]]:
+    work = root / "nvcc-split-123"
+    work.mkdir()
+    (work / "k.cudafe1.cpp").write_text(
+        '# 1 "k.cu"\nint f();\n#include "crt/host_runtime.h"\n#include "k.cudafe1.stub.c"\n'
+    )
+    (work / "k.cudafe1.stub.c").write_text(
+        f'# 1 "{work}/k.cudafe1.stub.c"\n#include "crt/host_runtime.h"\n#include "k.fatbin.c"\n'
+    )
+    (work / "k.fatbin.c").write_text("static const char fatbin[] = {0};\n")
+    (work / "k.module_id").write_text("_abc")
+    files = {
+        "cudafe1.cpp": str(work / "k.cudafe1.cpp"),
+        "stub:compute_90": str(work / "k.cudafe1.stub.c"),
+        "fatbin.c": str(work / "k.fatbin.c"),
+        "module_id": str(work / "k.module_id"),
+    }
+    return work, files
+
+
+def _argv(sdk: pathlib.Path, work: pathlib.Path, *extra: str) -> list[str]:
+    return [
+        "/usr/bin/gcc",
+        "-c",
+        "-x",
+        "c++",
+        *extra,
+        f"-I{sdk}/bin/..//include",
+        "-isystem",
+        f"{sdk}/bin/..//include/cccl",
+        str(work / "k.cudafe1.cpp"),
+        "-o",
+        "obj/k.o",
+    ]
+
+
+def test_the_action_holds_the_included_plan_files_sdk_headers_and_relative_paths(
+    tmp_path: pathlib.Path, monkeypatch
+) -> None:
+    monkeypatch.delenv("CPATH", raising=False)
+    sdk = _sdk(tmp_path)
+    work, files = _work(tmp_path)
+    node = _node(_argv(sdk, work, "-I/elsewhere"), {"cudafe1.cpp": files["cudafe1.cpp"]})
+    spec = host_remote.host_compile_spec(node, files, str(sdk), str(work), lambda c: "ID")
+    assert spec.no_remote_exec == ""
+    assert spec.arguments == [
+        "/usr/bin/gcc",
+        "-c",
+        "-x",
+        "c++",
+        "-I/elsewhere",
+        "-Isdk/include",
+        "-isystem",
+        "sdk/include/cccl",
+        "in/k.cudafe1.cpp",
+        "-o",
+        "out/k.o",
+    ]
+    assert spec.outputs == {"obj": "out/k.o"}
+    # What #include names (the stub, and the .fatbin.c it names), not the module id.
+    assert sorted(spec.inputs) == ["in/k.cudafe1.cpp", "in/k.cudafe1.stub.c", "in/k.fatbin.c"]
+    # The stub names its own path: the action gets a copy that names in/ instead.
+    stub = pathlib.Path(spec.inputs["in/k.cudafe1.stub.c"])
+    assert stub != work / "k.cudafe1.stub.c"
+    assert stub.read_text().startswith('# 1 "in/k.cudafe1.stub.c"\n')
+    assert spec.inputs["in/k.cudafe1.cpp"] == files["cudafe1.cpp"]
+    # The SDK's headers but CCCL's; the compiler's identity in the environment (the key).
+    assert sorted(spec.tools) == ["sdk/include/builtin_types.h", "sdk/include/crt/host_runtime.h"]
+    assert spec.env[host_remote.COMPILER_ENV] == "/usr/bin/gcc ID"
+
+
+def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -> None:
+    monkeypatch.delenv("CPATH", raising=False)
+    sdk = _sdk(tmp_path)
+    work, files = _work(tmp_path)
+    headers = host_remote.sdk_headers(str(sdk))
+    shadow = tmp_path / "user"
+    (shadow / "crt").mkdir(parents=True)
+    (shadow / "crt" / "host_runtime.h").write_text("// the user's\n")
+    cases = {
+        "-g": "-g: the object names the working directory",
+        "-ggdb3": "-ggdb3: the object names the working directory",
+        "-include": "-include: it reads a file that is not the plan's",
+        "@opts.txt": "@opts.txt: it reads a file that is not the plan's",
+        f"-I{shadow}": f"{shadow}/crt/host_runtime.h would be found before the SDK's "
+        "crt/host_runtime.h",
+    }
+    for flag, why in cases.items():
+        assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == why, flag
+    for flag in ("-g0", "-gno-record-gcc-switches", "-I/nonexistent", f"-isystem{shadow}"):
+        assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == "", flag
+    monkeypatch.setenv("CPATH", "/x")
+    assert host_remote.why_local(_argv(sdk, work), str(sdk), headers) == (
+        "the host compiler's environment sets CPATH"
+    )
+    monkeypatch.delenv("CPATH")
+    relative = ["gcc", *_argv(sdk, work)[1:]]
+    assert "not an absolute path" in host_remote.why_local(relative, str(sdk), headers)
+    # A spec that must stay here lists no plan files beyond the command's own.
+    node = _node(_argv(sdk, work, "-g"), {"cudafe1.cpp": files["cudafe1.cpp"]})
+    spec = host_remote.host_compile_spec(node, files, str(sdk), str(work), lambda c: "ID")
+    assert spec.no_remote_exec.startswith("-g:")
