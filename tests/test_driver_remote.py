@@ -423,6 +423,16 @@ def test_remote_host_compile(
     host = next(ln for ln in proc.stderr.splitlines() if " host_compile: " in ln)
     assert "-g: the object names the working directory" in host, proc.stderr
     assert "executed remotely" not in host, proc.stderr
+    # A host compile that fails on the worker (an include directory only this machine has,
+    # with -Werror=missing-include-dirs) runs here, with a warning even without --explain.
+    mine = tmp_path / "only-here"
+    mine.mkdir()
+    werror = ["-Xcompiler", "-Werror=missing-include-dirs", f"-I{mine}"]
+    proc = run_driver(sdk, tmp_path / "W", [*args, *werror, "-o", "k.o"], *flags)
+    assert "the host compile did not run on the worker (remote execution exited 1" in (
+        proc.stderr
+    ), proc.stderr
+    assert "only-here" in proc.stderr and (tmp_path / "W" / "k.o").is_file()
 
 
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:

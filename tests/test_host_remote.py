@@ -11,11 +11,15 @@ from cuda_split.driver import host_remote
 from cuda_split.driver.common import Node
 
 
-def _sdk(root: pathlib.Path) -> pathlib.Path:
+def _sdk(root: pathlib.Path, include: str = "include") -> pathlib.Path:
+    """An SDK whose headers are in `include` (a classic toolkit's `include` links to
+    `targets/x86_64-linux/include`)."""
     sdk = root / "sdk-top"
-    for rel in ("include/crt/host_runtime.h", "include/builtin_types.h", "include/cccl/cub.h"):
-        (sdk / rel).parent.mkdir(parents=True, exist_ok=True)
-        (sdk / rel).write_text(f"// {rel}\n")
+    for rel in ("crt/host_runtime.h", "builtin_types.h", "cccl/cub.h"):
+        (sdk / include / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sdk / include / rel).write_text(f"// {rel}\n")
+    if include != "include":
+        (sdk / "include").symlink_to(include)
     (sdk / "bin").mkdir()
     return sdk
 
@@ -96,8 +100,41 @@ def test_the_action_holds_the_included_plan_files_sdk_headers_and_relative_paths
     assert stub.read_text().startswith('# 1 "in/k.cudafe1.stub.c"\n')
     assert spec.inputs["in/k.cudafe1.cpp"] == files["cudafe1.cpp"]
     # The SDK's headers but CCCL's; the compiler's identity in the environment (the key).
-    assert sorted(spec.tools) == ["sdk/include/builtin_types.h", "sdk/include/crt/host_runtime.h"]
+    assert sorted(spec.tools) == [
+        "sdk/include/builtin_types.h",
+        "sdk/include/cccl/.cuda-split-dir",  # -isystem's directory exists there too: empty
+        "sdk/include/crt/host_runtime.h",
+    ]
+    assert pathlib.Path(spec.tools["sdk/include/cccl/.cuda-split-dir"]).read_bytes() == b""
     assert spec.env[host_remote.COMPILER_ENV] == "/usr/bin/gcc ID"
+
+
+def test_a_classic_toolkits_linked_include_dir_is_named_by_its_real_path(
+    tmp_path: pathlib.Path, monkeypatch
+) -> None:
+    """/usr/local/cuda/include is a link to targets/x86_64-linux/include: the command's
+    -I (resolved) and the headers' places in the input root agree."""
+    monkeypatch.delenv("CPATH", raising=False)
+    real = "targets/x86_64-linux/include"
+    sdk = _sdk(tmp_path, real)
+    work, files = _work(tmp_path)
+    node = _node(_argv(sdk, work), {"cudafe1.cpp": files["cudafe1.cpp"]})
+    spec = host_remote.host_compile_spec(node, files, str(sdk), str(work), lambda c: "ID")
+    assert spec.no_remote_exec == ""
+    assert f"-Isdk/{real}" in spec.arguments
+    assert spec.arguments[spec.arguments.index("-isystem") + 1] == f"sdk/{real}/cccl"
+    assert sorted(spec.tools) == [
+        f"sdk/{real}/builtin_types.h",
+        f"sdk/{real}/cccl/.cuda-split-dir",
+        f"sdk/{real}/crt/host_runtime.h",
+    ]
+    # A user directory that shadows one of them, by its #include name.
+    shadow = tmp_path / "user"
+    (shadow / "crt").mkdir(parents=True)
+    (shadow / "crt" / "host_runtime.h").write_text("// the user's\n")
+    headers = host_remote.sdk_headers(str(sdk))
+    why = host_remote.why_local(_argv(sdk, work, f"-I{shadow}"), str(sdk), headers)
+    assert why.endswith("before the SDK's crt/host_runtime.h"), why
 
 
 def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -> None:

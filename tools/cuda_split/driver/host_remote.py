@@ -38,6 +38,8 @@ _DIR_FLAGS = ("-I", "-iquote", "-isystem", "-idirafter")
 # gcc flags that read files the command names (not the plan's).
 _FILE_FLAGS = ("-include", "-imacros", "-specs")
 _INCLUDE = b'\n#include "'
+# An empty file that makes an SDK include directory of the command exist in the action.
+_PLACEHOLDER = ".cuda-split-dir"
 
 
 def included_plan_files(path: str, plan_files: Mapping[str, str]) -> dict[str, str]:
@@ -62,19 +64,29 @@ def included_plan_files(path: str, plan_files: Mapping[str, str]) -> dict[str, s
 
 def sdk_headers(sdk_top: str) -> dict[str, str]:
     """The SDK's headers a host compile may read: `include/` without `include/cccl`
-    (cudafe++'s output has CCCL expanded already). Path in the SDK -> local path."""
-    root = os.path.join(sdk_top, "include")
+    (cudafe++'s output has CCCL expanded already). Their real paths in the SDK (a classic
+    toolkit's `include` is `targets/x86_64-linux/include`, as nvcc's -I resolves) -> local
+    path; none where `include` is not inside the SDK."""
+    sdk_top = os.path.realpath(sdk_top)
+    root = os.path.realpath(os.path.join(sdk_top, "include"))
+    if not _inside(root, sdk_top):
+        return {}
     found = {}
     for d, dirs, names in os.walk(root):
-        rel_dir = os.path.relpath(d, sdk_top)
-        if rel_dir == "include":
+        if d == root:
             dirs[:] = [x for x in dirs if x != "cccl"]
         dirs.sort()
         for n in sorted(names):
-            path = os.path.join(d, n)
-            if os.path.isfile(path):
-                found[f"{rel_dir}/{n}"] = path
+            path = os.path.realpath(os.path.join(d, n))
+            if os.path.isfile(path) and _inside(path, sdk_top):
+                found[os.path.relpath(path, sdk_top)] = path
     return found
+
+
+def _include_names(headers: Mapping[str, str], sdk_top: str) -> list[str]:
+    """The headers' names as `#include` gives them (relative to the SDK's include dir)."""
+    root = os.path.realpath(os.path.join(sdk_top, "include"))
+    return [os.path.relpath(p, root) for p in headers.values()]
 
 
 def _flag_values(argv: list[str], flags: tuple[str, ...]) -> list[tuple[int, str, str]]:
@@ -102,7 +114,9 @@ def why_local(argv: list[str], sdk_top: str, headers: Mapping[str, str]) -> str:
         return f"the host compiler's environment sets {env[0]}"
     if not os.path.isabs(argv[0]):
         return f"the host compiler {argv[0]} is not an absolute path"
-    rel = [h[len("include/") :] for h in headers]
+    if not headers:
+        return f"the SDK's include directory is not inside it ({sdk_top})"
+    rel = _include_names(headers, sdk_top)
     for _, _, d in _flag_values(argv, _SHADOWING_DIRS):
         if _inside(d, sdk_top):
             continue
@@ -133,6 +147,14 @@ def portable_copy(path: str, work_dir: str) -> str:
     return copy
 
 
+def _empty_file(work_dir: str) -> str:
+    path = os.path.join(work_dir, "remote", _PLACEHOLDER)
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "wb").close()
+    return path
+
+
 def host_compile_spec(
     node: Node,
     plan_files: Mapping[str, str],
@@ -143,6 +165,7 @@ def host_compile_spec(
     """The host compile's hermetic form: its command with the plan files under `in/`, the
     SDK's paths as `sdk/...` and the object as `out/NAME`; the SDK's headers as tools."""
     argv = list(node.cmd.argv)
+    sdk_top = os.path.realpath(sdk_top)
     headers = sdk_headers(sdk_top)
     why = why_local(argv, sdk_top, headers)
     by_name = {os.path.basename(p): p for p in plan_files.values()}
@@ -164,6 +187,7 @@ def host_compile_spec(
             rest.append(rel)
             continue
         rest.append(mapping.get(a, a))
+    tools = {f"sdk/{rel}": path for rel, path in headers.items()}
     for i, flag, value in _flag_values(argv, _DIR_FLAGS):
         if os.path.isabs(value) and _inside(value, sdk_top):
             rel = "sdk/" + os.path.relpath(os.path.realpath(value), sdk_top)
@@ -171,6 +195,10 @@ def host_compile_spec(
                 rest[i] = rel  # rest[i] is argv[i + 1]
             else:
                 rest[i - 1] = flag + rel
+            if not why and not any(t.startswith(rel + "/") for t in tools):
+                # The directory exists there as here (include/cccl, whose headers the
+                # compile does not read): -Wmissing-include-dirs says nothing on the worker.
+                tools[f"{rel}/{_PLACEHOLDER}"] = _empty_file(work_dir)
     compiler = argv[0]
     env = {
         "PATH": f"{os.path.dirname(compiler)}:/usr/bin:/bin",
@@ -182,7 +210,7 @@ def host_compile_spec(
         arguments=[compiler, *rest],
         env=env,
         inputs=inputs,
-        tools={f"sdk/{rel}": path for rel, path in headers.items()},
+        tools=tools,
         outputs=outputs,
         cwd="",
         no_remote_exec=why,

@@ -356,6 +356,14 @@ class Runner:
                 node.explain = f"executed remotely (on {found.worker or 'a worker'})"
         if found is None:
             node.explain = f"{note}; run locally"
+            if note.startswith("remote execution"):
+                # Not a compile error (the local run reports those): the worker lacks what
+                # this machine has. Said without --explain: every compile then runs here.
+                say(
+                    f"warning: {os.path.basename(self.source)}: the host compile did not run "
+                    f"on the worker ({note}); running it here. The workers need the host "
+                    "compiler and its system headers at this machine's paths"
+                )
             return self._execute(node)
         self._take(node, spec, found)
         node.rc = 0
