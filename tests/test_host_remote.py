@@ -139,6 +139,7 @@ def test_a_classic_toolkits_linked_include_dir_is_named_by_its_real_path(
 
 def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -> None:
     monkeypatch.delenv("CPATH", raising=False)
+    monkeypatch.delenv("DEPENDENCIES_OUTPUT", raising=False)
     sdk = _sdk(tmp_path)
     work, files = _work(tmp_path)
     headers = host_remote.sdk_headers(str(sdk))
@@ -153,15 +154,43 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
         f"-I{shadow}": f"{shadow}/crt/host_runtime.h would be found before the SDK's "
         "crt/host_runtime.h",
     }
+    # Files written beside the object (a .d, .gcno, .su, .ii/.s, dumps), paths the object
+    # names (the .gcda's, from -o and the working directory; -flto's working directory),
+    # files read (specs): checked with nvcc 13.5 and gcc 12 (issue 31).
+    side = "it reads or writes files beside the object, or names their paths in it"
+    for flag in (
+        "-MD",
+        "--coverage",
+        "-fprofile-generate",
+        "-fprofile-use=k.gcda",
+        "-save-temps",
+        "-fstack-usage",
+        "-fdump-tree-original",
+        "-flto",
+        "-specs=my.specs",
+        "-Wa,-adhln=k.lst",
+        "-Wp,-MD,k.d",
+    ):
+        cases[flag] = f"{flag}: {side}"
     for flag, why in cases.items():
         assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == why, flag
-    for flag in ("-g0", "-gno-record-gcc-switches", "-I/nonexistent", f"-isystem{shadow}"):
+    for flag in (
+        "-g0",
+        "-gno-record-gcc-switches",
+        "-I/nonexistent",
+        f"-isystem{shadow}",
+        "-Wall",
+        "-fPIC",
+        "-m64",
+        "-frecord-gcc-switches",  # records no path: the worker's object is the same
+    ):
         assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == "", flag
-    monkeypatch.setenv("CPATH", "/x")
-    assert host_remote.why_local(_argv(sdk, work), str(sdk), headers) == (
-        "the host compiler's environment sets CPATH"
-    )
-    monkeypatch.delenv("CPATH")
+    for var in ("CPATH", "DEPENDENCIES_OUTPUT"):
+        monkeypatch.setenv(var, "/x")
+        assert host_remote.why_local(_argv(sdk, work), str(sdk), headers) == (
+            f"the host compiler's environment sets {var}"
+        )
+        monkeypatch.delenv(var)
     relative = ["gcc", *_argv(sdk, work)[1:]]
     assert "not an absolute path" in host_remote.why_local(relative, str(sdk), headers)
     # A spec that must stay here lists no plan files beyond the command's own.

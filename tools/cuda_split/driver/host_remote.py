@@ -14,10 +14,12 @@ another compiler is another key.
 
 What keeps it here (`HermeticStep.no_remote_exec`, said under --explain): debug
 information (`-g`: the object names the working directory and the input's path), files
-the command names that are not the plan's (`-include`, `@file`), the host compiler's
-environment variables (CPATH, ...), and a user include directory that holds a file of the
-same name as an SDK header (it would be found first here, not on the worker). A worker that
-fails (a missing header) leaves the step to run here.
+the command names that are not the plan's (`-include`, `@file`), flags that write files
+beside the object or make it name paths (`-MD`, `-save-temps`, `--coverage`, `-flto`,
+...: _SIDE_FILE_FLAGS), the host compiler's environment variables (CPATH, ...), and a
+user include directory that holds a file of the same name as an SDK header (it would be
+found first here, not on the worker). A worker that fails (a missing header) leaves the
+step to run here.
 """
 
 from __future__ import annotations
@@ -37,6 +39,46 @@ _SHADOWING_DIRS = ("-I", "-iquote")
 _DIR_FLAGS = ("-I", "-iquote", "-isystem", "-idirafter")
 # gcc flags that read files the command names (not the plan's).
 _FILE_FLAGS = ("-include", "-imacros", "-specs")
+# gcc flags (by prefix) that write files beside the object (-MD's .d, -save-temps,
+# -fstack-usage's .su, dumps: the worker's stay there), make the object name a path
+# (--coverage and -fprofile-generate the .gcda's, made from the -o path and the working
+# directory; -flto's bytecode the working directory) or read files (-fprofile-use's
+# .gcda, plugins, specs, the assembler's and preprocessor's own options).
+_SIDE_FILE_FLAGS = (
+    "--coverage",
+    "-ftest-coverage",
+    "-fprofile",
+    "-fauto-profile",
+    "-fbranch-probabilities",
+    "-flto",
+    "-fdump-",
+    "-fstack-usage",
+    "-fcallgraph-info",
+    "-fopt-info",
+    "-fplugin",
+    "-save-temps",
+    "-dumpbase",
+    "-dumpdir",
+    "-aux-info",
+    "-M",
+    "-Wa,",
+    "-Wp,",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-specs",
+    "--specs",
+)
+# The compiler's environment variables that add include directories or write files
+# (DEPENDENCIES_OUTPUT: a .d, as -MD).
+_ENV = (
+    "CPATH",
+    "CPLUS_INCLUDE_PATH",
+    "C_INCLUDE_PATH",
+    "GCC_EXEC_PREFIX",
+    "COMPILER_PATH",
+    "DEPENDENCIES_OUTPUT",
+    "SUNPRO_DEPENDENCIES",
+)
 _INCLUDE = b'\n#include "'
 # An empty file that makes an SDK include directory of the command exist in the action.
 _PLACEHOLDER = ".cuda-split-dir"
@@ -108,8 +150,9 @@ def why_local(argv: list[str], sdk_top: str, headers: Mapping[str, str]) -> str:
             return f"{a}: the object names the working directory"
         if a.startswith("@") or a in _FILE_FLAGS or a.startswith(("-include", "-imacros")):
             return f"{a}: it reads a file that is not the plan's"
-    env = [k for k in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH") if os.environ.get(k)]
-    env += [k for k in ("GCC_EXEC_PREFIX", "COMPILER_PATH") if os.environ.get(k)]
+        if a.startswith(_SIDE_FILE_FLAGS):
+            return f"{a}: it reads or writes files beside the object, or names their paths in it"
+    env = [k for k in _ENV if os.environ.get(k)]
     if env:
         return f"the host compiler's environment sets {env[0]}"
     if not os.path.isabs(argv[0]):
