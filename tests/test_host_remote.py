@@ -137,6 +137,24 @@ def test_a_classic_toolkits_linked_include_dir_is_named_by_its_real_path(
     assert why.endswith("before the SDK's crt/host_runtime.h"), why
 
 
+def test_sdk_dirs_named_relative_to_the_working_directory(
+    tmp_path: pathlib.Path, monkeypatch
+) -> None:
+    """nvcc run by a relative path (`--nvcc sdk/bin/nvcc`) plans `-Isdk/bin/../include`:
+    the action names it `sdk/include` too (the worker has no such relative directory: every
+    host compile failed there, then ran here)."""
+    monkeypatch.delenv("CPATH", raising=False)
+    sdk = _sdk(tmp_path)
+    work, files = _work(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv = [a.replace(f"{sdk}/", f"{sdk.name}/") for a in _argv(sdk, work, "-Irel-user")]
+    assert f"-I{sdk.name}/bin/..//include" in argv
+    node = _node(argv, {"cudafe1.cpp": files["cudafe1.cpp"]})
+    spec = host_remote.host_compile_spec(node, files, str(sdk), str(work), lambda c: "ID")
+    assert spec.no_remote_exec == ""
+    assert spec.arguments[4:8] == ["-Irel-user", "-Isdk/include", "-isystem", "sdk/include/cccl"]
+
+
 def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -> None:
     monkeypatch.delenv("CPATH", raising=False)
     monkeypatch.delenv("DEPENDENCIES_OUTPUT", raising=False)

@@ -232,7 +232,9 @@ def host_compile_spec(
         rest.append(mapping.get(a, a))
     tools = {f"sdk/{rel}": path for rel, path in headers.items()}
     for i, flag, value in _flag_values(argv, _DIR_FLAGS):
-        if os.path.isabs(value) and _inside(value, sdk_top):
+        # Relative where nvcc was run by a relative path (`-Isdk/bin/../include`): from
+        # the working directory, where the compile runs.
+        if _inside(value, sdk_top):
             rel = "sdk/" + os.path.relpath(os.path.realpath(value), sdk_top)
             if argv[i] == flag:
                 rest[i] = rel  # rest[i] is argv[i + 1]
