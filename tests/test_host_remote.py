@@ -188,6 +188,7 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
         "-specs=my.specs",
         "-Wa,-adhln=k.lst",
         "-Wp,-MD,k.d",
+        "-fsanitize=address",  # its data names in/k.cudafe1.cpp there
     ):
         cases[flag] = f"{flag}: {side}"
     for flag, why in cases.items():

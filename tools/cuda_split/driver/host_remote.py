@@ -43,8 +43,10 @@ _FILE_FLAGS = ("-include", "-imacros", "-specs")
 # -fstack-usage's .su, dumps: the worker's stay there), make the object name a path
 # (--coverage and -fprofile-generate the .gcda's, made from the -o path and the working
 # directory; -flto's bytecode the working directory) or read files (-fprofile-use's
-# .gcda, plugins, specs, the assembler's and preprocessor's own options).
+# .gcda, plugins, specs, the assembler's and preprocessor's own options). The sanitizers'
+# data name the input's path and the stub's (`in/...` there, the work directory here).
 _SIDE_FILE_FLAGS = (
+    "-fsanitize",
     "--coverage",
     "-ftest-coverage",
     "-fprofile",
