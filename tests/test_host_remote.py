@@ -5,6 +5,9 @@ to nvcc's, is tests/test_driver_remote.py::test_remote_host_compile."""
 from __future__ import annotations
 
 import pathlib
+import types
+
+import pytest
 
 from cuda_split import plan as planlib
 from cuda_split.driver import host_remote
@@ -216,3 +219,44 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
     node = _node(_argv(sdk, work, "-g"), {"cudafe1.cpp": files["cudafe1.cpp"]})
     spec = host_remote.host_compile_spec(node, files, str(sdk), str(work), lambda c: "ID")
     assert spec.no_remote_exec.startswith("-g:")
+
+
+def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A host compile that fails on the worker runs here: where it succeeds here, the
+    worker lacks something (a warning, without --explain); where it fails here too, it is
+    the source's error (gcc's -Werror=shadow, which cudafe++ does not see), said by gcc
+    alone, without a warning that blames the workers."""
+    from cuda_split.driver.runner import Runner
+    from cuda_split.hermetic import HermeticStep
+
+    class Remote:
+        failed = ""
+
+        def prepare(self, spec: HermeticStep) -> object:
+            return types.SimpleNamespace(short="abc")
+
+        def lookup(self, prepared: object, spec: HermeticStep) -> tuple[None, str]:
+            return None, "no remote entry (action abc)"
+
+        def execute(self, prepared: object, spec: HermeticStep) -> tuple[None, str]:
+            return None, "remote execution exited 1 (k.cu:2:22: error: ...)"
+
+    for local_rc, warned in ((0, True), (1, False)):
+        runner = object.__new__(Runner)
+        runner.opts = types.SimpleNamespace(verbose=False)
+        runner.source = "/src/k.cu"
+        runner.remote = Remote()  # type: ignore[assignment]
+        node = _node(["/usr/bin/gcc", "-c", "in.cpp", "-o", "k.o"], {})
+        runner._specs = {node.index: HermeticStep(["gcc"], {}, {}, {}, {}, "", "")}
+
+        def execute(n: Node, rc: int = local_rc) -> None:
+            n.rc = rc
+
+        runner._execute = execute  # type: ignore[method-assign]
+        runner._run_remote_only(node)
+        assert node.rc == local_rc
+        assert node.explain.endswith("; run locally"), node.explain
+        err = capsys.readouterr().err
+        assert ("the host compile did not run on the worker" in err) == warned, err

@@ -356,15 +356,17 @@ class Runner:
                 node.explain = f"executed remotely (on {found.worker or 'a worker'})"
         if found is None:
             node.explain = f"{note}; run locally"
-            if note.startswith("remote execution"):
-                # Not a compile error (the local run reports those): the worker lacks what
-                # this machine has. Said without --explain: every compile then runs here.
+            self._execute(node)
+            if note.startswith("remote execution") and node.rc == 0:
+                # It failed there, not here (a compile error fails here too, and the local
+                # run reports it): the worker lacks what this machine has. Said without
+                # --explain: every compile then runs here.
                 say(
                     f"warning: {os.path.basename(self.source)}: the host compile did not run "
-                    f"on the worker ({note}); running it here. The workers need the host "
+                    f"on the worker ({note}); it ran here. The workers need the host "
                     "compiler and its system headers at this machine's paths"
                 )
-            return self._execute(node)
+            return
         self._take(node, spec, found)
         node.rc = 0
 
