@@ -194,6 +194,8 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
         "-fsanitize=address",  # its data names in/k.cudafe1.cpp there
     ):
         cases[flag] = f"{flag}: {side}"
+    for flag in ("-march=native", "-mtune=native"):
+        cases[flag] = f"{flag}: gcc takes this machine's CPU (a worker's may be another)"
     for flag, why in cases.items():
         assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == why, flag
     for flag in (
@@ -204,6 +206,7 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
         "-Wall",
         "-fPIC",
         "-m64",
+        "-march=x86-64-v3",
         "-frecord-gcc-switches",  # records no path: the worker's object is the same
     ):
         assert host_remote.why_local(_argv(sdk, work, flag), str(sdk), headers) == "", flag

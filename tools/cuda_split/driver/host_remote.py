@@ -16,10 +16,10 @@ What keeps it here (`HermeticStep.no_remote_exec`, said under --explain): debug
 information (`-g`: the object names the working directory and the input's path), files
 the command names that are not the plan's (`-include`, `@file`), flags that write files
 beside the object or make it name paths (`-MD`, `-save-temps`, `--coverage`, `-flto`,
-...: _SIDE_FILE_FLAGS), the host compiler's environment variables (CPATH, ...), and a
-user include directory that holds a file of the same name as an SDK header (it would be
-found first here, not on the worker). A worker that fails (a missing header) leaves the
-step to run here.
+...: _SIDE_FILE_FLAGS), `-march=native` (the worker's CPU is not this one's), the host
+compiler's environment variables (CPATH, ...), and a user include directory that holds a
+file of the same name as an SDK header (it would be found first here, not on the worker).
+A worker that fails (a missing header) leaves the step to run here.
 """
 
 from __future__ import annotations
@@ -154,6 +154,8 @@ def why_local(argv: list[str], sdk_top: str, headers: Mapping[str, str]) -> str:
             return f"{a}: it reads a file that is not the plan's"
         if a.startswith(_SIDE_FILE_FLAGS):
             return f"{a}: it reads or writes files beside the object, or names their paths in it"
+        if re.match(r"-m[\w-]+=native$", a):
+            return f"{a}: gcc takes this machine's CPU (a worker's may be another)"
     env = [k for k in _ENV if os.environ.get(k)]
     if env:
         return f"the host compiler's environment sets {env[0]}"
