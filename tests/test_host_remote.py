@@ -192,6 +192,7 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
         "-Wa,-adhln=k.lst",
         "-Wp,-MD,k.d",
         "-fsanitize=address",  # its data names in/k.cudafe1.cpp there
+        "-Bmy-gcc-bin",  # a worker without it runs its own cc1plus and as, quietly
     ):
         cases[flag] = f"{flag}: {side}"
     for flag in ("-march=native", "-mtune=native"):

@@ -43,9 +43,11 @@ _FILE_FLAGS = ("-include", "-imacros", "-specs")
 # -fstack-usage's .su, dumps: the worker's stay there), make the object name a path
 # (--coverage and -fprofile-generate the .gcda's, made from the -o path and the working
 # directory; -flto's bytecode the working directory) or read files (-fprofile-use's
-# .gcda, plugins, specs, the assembler's and preprocessor's own options). The sanitizers'
-# data name the input's path and the stub's (`in/...` there, the work directory here).
+# .gcda, plugins, specs, the assembler's and preprocessor's own options, -B's compiler
+# programs: a worker without the directory takes its own, quietly). The sanitizers' data
+# name the input's path and the stub's (`in/...` there, the work directory here).
 _SIDE_FILE_FLAGS = (
+    "-B",
     "-fsanitize",
     "--coverage",
     "-ftest-coverage",
