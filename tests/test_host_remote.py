@@ -264,3 +264,16 @@ def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
         assert node.explain.endswith("; run locally"), node.explain
         err = capsys.readouterr().err
         assert ("the host compile did not run on the worker" in err) == warned, err
+
+
+def test_the_option_needs_remote_exec(capsys: pytest.CaptureFixture[str]) -> None:
+    from cuda_split.driver.options import parse_driver_args
+
+    base = ["--nvcc", "/bin/true", "--remote", "grpc://127.0.0.1:1"]
+    assert parse_driver_args(
+        [*base, "--remote-exec", "--remote-host-compile"], None
+    ).remote_host_compile
+    assert not parse_driver_args([*base, "--remote-exec"], None).remote_host_compile
+    with pytest.raises(SystemExit):
+        parse_driver_args([*base, "--remote-host-compile"], None)
+    assert "--remote-host-compile needs --remote-exec" in capsys.readouterr().err
