@@ -31,6 +31,7 @@ def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:
             stderr=b"",
             step=types.SimpleNamespace(kind=kind, arch=""),
             outputs={},
+            offloaded=False,
         )
         for i, kind in enumerate(kinds)
     ]
@@ -239,3 +240,39 @@ def test_offloaded_steps_take_no_slot(tmp_path) -> None:
     )
     assert rec.most == 1
     pool.close()
+
+
+def test_what_a_step_sent_to_the_workers_runs_here_waits_for_a_slot(tmp_path) -> None:
+    """The executor marks the steps it sends to the workers (Node.offloaded, no slot);
+    what such a step runs here after all (its remote run failed) holds a slot of the pool
+    (executor.held_slot): with the pool's one slot taken, it waits until that is free."""
+    from cuda_split.driver.executor import held_slot
+
+    nodes = nodes_of(["host_compile", "cicc"])
+    offloaded = lambda n: n.step.kind == "cicc"  # noqa: E731
+    pool = slots.SlotPool(str(tmp_path / "a"), 1)
+    assert driver.run_dag(nodes, Recorder().runner("q"), 8, pool=pool, offloaded=offloaded) == []
+    assert [n.offloaded for n in nodes] == [False, True]
+    pool.close()
+
+    pool = slots.SlotPool(str(tmp_path / "b"), 1)
+    other = slots.SlotPool(str(tmp_path / "b"), 1, pid=os.getpid() + 1)
+    taken = other.try_acquire(0.0, defer=False)  # another compilation's step
+    assert taken is not None
+    entered = threading.Event()
+
+    def fallback() -> None:
+        with held_slot(pool, poll=0.01):
+            entered.set()
+
+    thread = threading.Thread(target=fallback)
+    thread.start()
+    assert not entered.wait(0.5)
+    other.release(taken)
+    assert entered.wait(30)
+    thread.join()
+    assert pool.try_acquire(0.0, defer=False) is not None  # released after the block
+    pool.close()
+    other.close()
+    with held_slot(None):  # no pool (a jobserver, --load-average): nothing to wait for
+        pass

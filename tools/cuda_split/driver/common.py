@@ -35,6 +35,9 @@ class Node:
     cpu: float = 0.0  # CPU seconds of the tools it ran (user + system)
     cache: str = "off"  # hit, miss, off
     worker_seconds: float | None = None  # remote-exec: how long the worker had it
+    # The executor sent it to the workers (--remote-exec) and gave it no slot: what it runs
+    # here after all (its remote run failed) takes one first (executor.held_slot).
+    offloaded: bool = False
     key: str = ""
     explain: str = ""
     rc: int | None = None

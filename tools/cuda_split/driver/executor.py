@@ -7,7 +7,7 @@ import contextlib
 import os
 import select
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from cuda_split import jobserver as jobserverlib
 from cuda_split import slots as slotslib
@@ -30,6 +30,25 @@ def open_pool(opts: Options, jobserver: jobserverlib.Jobserver | None) -> slotsl
     except slotslib.PoolError as e:
         say(f"warning: {e}; limiting steps by the load instead")
         return None
+
+
+@contextlib.contextmanager
+def held_slot(pool: slotslib.SlotPool | None, poll: float = LOAD_POLL_S / 5) -> Iterator[None]:
+    """A slot of `pool` held for the block, waited for (nothing without a pool): for what
+    a step the executor sent to the workers runs here after all, so that the machine's
+    steps stay within the pool (under make's jobserver or --load-average, such a run takes
+    no token and sees no limit)."""
+    if pool is None:
+        yield
+        return
+    slot = pool.try_acquire(float("inf"), defer=False)
+    while slot is None:
+        time.sleep(poll)
+        slot = pool.try_acquire(float("inf"), defer=False)
+    try:
+        yield
+    finally:
+        pool.release(slot)
 
 
 def load_limit(opts: Options, jobserver: jobserverlib.Jobserver | None) -> float | None:
@@ -167,6 +186,7 @@ def run_dag(
                         if len(running) >= limit:
                             break
                         if node.index in remote:
+                            node.offloaded = True
                             launch(node, None, None, False)
                             continue
                         if extra is not None and running:

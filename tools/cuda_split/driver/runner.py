@@ -16,7 +16,7 @@ from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
-from cuda_split.driver.executor import load_limit, run_dag, sizes
+from cuda_split.driver.executor import held_slot, load_limit, run_dag, sizes
 from cuda_split.driver.host_remote import host_compile_spec
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
@@ -81,6 +81,7 @@ class Runner:
     ):
         self.opts = opts
         self.files = files or {}  # role -> path of the plan's files (build_dag)
+        self._pool: slotslib.SlotPool | None = None  # run_all's
         self.source = os.path.realpath(source)
         self.work_dir = work_dir
         self.plan = plan
@@ -291,7 +292,9 @@ class Runner:
             explain = "miss: " + cachelib.explain_difference(last, parts)
         else:
             explain = "miss: no local cache"
-        failed, changed = self.texts.materialize(node.inputs.values(), self._execute)
+        failed, changed = self.texts.materialize(
+            node.inputs.values(), lambda n: self._execute_here(node, n)
+        )
         if failed is not None:
             node.rc, node.stdout, node.stderr = failed.rc, failed.stdout, failed.stderr
             return
@@ -326,7 +329,7 @@ class Runner:
                 else:
                     explain += f"; {note}; run locally"
         if node.cache == "miss":
-            self._execute(node)
+            self._execute_here(node)
             if node.rc == 0 and prepared is not None and remote is not None:
                 if self.opts.remote_upload:
                     explain += "; " + remote.upload(prepared, self._outcome(node, spec))
@@ -342,7 +345,7 @@ class Runner:
         node.cache = "miss"
         if self.remote is None or not self.offloaded(node):
             node.explain = f"run locally: {spec.no_remote_exec or 'the remote is unavailable'}"
-            return self._execute(node)
+            return self._execute_here(node)
         prepared = self.remote.prepare(spec)
         found, note = self.remote.lookup(prepared, spec)
         if found is not None:
@@ -356,7 +359,7 @@ class Runner:
                 node.explain = f"executed remotely (on {found.worker or 'a worker'})"
         if found is None:
             node.explain = f"{note}; run locally"
-            self._execute(node)
+            self._execute_here(node)
             if note.startswith("remote execution") and node.rc == 0:
                 # It failed there, not here (a compile error fails here too, and the local
                 # run reports it): the worker lacks what this machine has. Said without
@@ -501,6 +504,12 @@ class Runner:
         with self._lock:
             self.bytes_added += n
 
+    def _execute_here(self, node: Node, step: Node | None = None) -> None:
+        """Run `step` (default: `node`) here; with a slot of the pool where the executor
+        sent `node` to the workers and so gave it none."""
+        with held_slot(self._pool if node.offloaded else None):
+            self._execute(step or node)
+
     def _execute(self, node: Node) -> None:
         failed, _ = self.texts.materialize(node.inputs.values(), self._execute)
         if failed is not None:
@@ -530,6 +539,7 @@ class Runner:
         pool: slotslib.SlotPool | None = None,
     ) -> int:
         """Run the nodes in dependency order (see run_dag); the first failure's rc."""
+        self._pool = pool
         # What each step took the last time it ran ranks it in the pool (Cache.durations).
         last = self.cache.durations(self.source) if self.cache is not None else {}
         known = {n.index: last[_step_name(n)] for n in nodes if _step_name(n) in last}
