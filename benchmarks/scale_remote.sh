@@ -11,6 +11,9 @@
 #   bash benchmarks/scale_remote.sh install-wheels DIR   # DIR: .device-kit/wheels (carried)
 #   bash benchmarks/scale_remote.sh install-pg FILE      # FILE: .device-kit/pg.tar.gz
 #   bash benchmarks/scale_remote.sh run LABEL N...       # e.g. run remote 60 32 16 8
+#   bash benchmarks/scale_remote.sh start LABEL N...     # `run` in the background, then `wait`
+#   bash benchmarks/scale_remote.sh wait                 # up to WAIT_S (560 s), then pack
+#                                                        # $OUT/results.tgz; exit 0 when all done
 #
 # The kit comes from benchmarks/device_kit.sh (here); each part in its own call, as
 # together with the corpus they are over a call's 64 MiB. `run` is meant for the
@@ -25,9 +28,49 @@
 set -u
 venv=${REAPI_VENV:-/tmp/reapi-venv}
 pg=${PG_ROOT:-/tmp/pg}
-cmd=${1:?usage: scale_remote.sh install-wheels DIR | install-pg FILE | run LABEL N...}
+cmd=${1:?usage: scale_remote.sh install-wheels DIR | install-pg FILE | run LABEL N... | start LABEL N... | wait}
 shift
+out=${OUT_DIR:-/tmp/devout}
+log=$out/remote-log.txt
+
+# `wait`: the device tool gives a machine back 30 s after a call ends, and a call lasts at
+# most 10 minutes. So a call waits here for the background run (up to WAIT_S, default
+# 560 s), then packs what is done into $OUT/results.tgz; on a machine without the run (the
+# last one went back) it says so at once instead of waiting.
+wait_run() {
+    if [ ! -f "$log" ]; then
+        echo "scale_remote.sh: no run on this machine ($log is missing): it went back" >&2
+        exit 3
+    fi
+    local end=$((SECONDS + ${WAIT_S:-560}))
+    until grep -q "^all done" "$log" || ((SECONDS >= end)); do
+        # A run that ended without "all done" (an error) has nothing more to wait for.
+        pgrep -f "scale_remote.sh run" >/dev/null || break
+        sleep 5
+    done
+    grep -v "^worker-" "$log" | tail -${TAIL_LINES:-8}
+    if [ -n "${OUT:-}" ]; then
+        mkdir -p "$OUT" && tar czf "$OUT/results.tgz" "$out" /tmp/raw 2>/dev/null
+        echo "scale_remote.sh: packed $OUT/results.tgz"
+    fi
+    grep -q "^all done" "$log"
+}
+
 case $cmd in
+wait)
+    wait_run
+    exit
+    ;;
+start)
+    # `run` in the background on a copy of this tree (REPO_COPY, default /tmp/repo;
+    # setsid: it outlives the call), then `wait`.
+    copy=${REPO_COPY:-/tmp/repo}
+    rm -rf "$copy" && cp -a . "$copy" && mkdir -p "$out" || exit 1
+    (cd "$copy" && setsid nohup bash benchmarks/scale_remote.sh run "$@" >"$log" 2>&1 </dev/null &)
+    sleep 2
+    wait_run
+    exit
+    ;;
 install-wheels)
     dir=${1:?install-wheels DIR}
     rm -rf "$venv"
@@ -50,7 +93,7 @@ install-pg)
     ;;
 run) ;;
 *)
-    echo "scale_remote.sh: unknown command '$cmd' (install-wheels, install-pg, run)" >&2
+    echo "scale_remote.sh: unknown command '$cmd' (install-wheels, install-pg, run, start, wait)" >&2
     exit 2
     ;;
 esac
@@ -58,7 +101,6 @@ esac
 label=${1:?run LABEL N...}
 shift
 [ $# -gt 0 ] || { echo "scale_remote.sh: run needs worker counts" >&2; exit 2; }
-out=${OUT_DIR:-/tmp/devout}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 corpus=${CORPUS_DIR:-.cache/corpus/ggml-0.3.36}
 sample=${SAMPLE:-36}
