@@ -266,6 +266,44 @@ def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
         assert ("the host compile did not run on the worker" in err) == warned, err
 
 
+def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> None:
+    """Nothing the remote does may break the build: an SDK header that cannot be read (the
+    compile may not need it), making the spec or the action, leaves the host compile to
+    run here, saying why under --explain."""
+    from cuda_split.driver import runner as runnerlib
+    from cuda_split.hermetic import HermeticStep
+
+    class Remote:
+        failed = ""
+
+        def prepare(self, spec: HermeticStep) -> object:
+            raise PermissionError(13, "Permission denied", "sdk/include/secret.h")
+
+    runner = object.__new__(runnerlib.Runner)
+    runner.opts = types.SimpleNamespace(verbose=False, remote_host_compile=True)
+    runner.source = "/src/k.cu"
+    runner.remote = Remote()  # type: ignore[assignment]
+    node = _node(["/usr/bin/gcc", "-c", "in.cpp", "-o", "k.o"], {})
+    runner._specs = {node.index: HermeticStep(["gcc"], {}, {}, {}, {}, "", "")}
+    ran: list[Node] = []
+    runner._execute = lambda n: ran.append(n) or setattr(n, "rc", 0)  # type: ignore[method-assign]
+    runner._run_remote_only(node)
+    assert ran == [node] and node.rc == 0
+    assert node.explain.startswith("run locally: its action cannot be made: "), node.explain
+    assert "secret.h" in node.explain
+
+    def broken(*args: object) -> HermeticStep:
+        raise OSError(5, "Input/output error", "k.cudafe1.cpp")
+
+    monkeypatch.setattr(runnerlib, "host_compile_spec", broken)
+    runner._specs = {}
+    runner.files, runner.sdk_top, runner.work_dir = {}, "/sdk", "/work"
+    runner.key_env, runner.libdevice = {}, ""
+    runner._compiler_id = lambda c: "ID"  # type: ignore[method-assign]
+    spec = runner.spec(node)
+    assert spec.no_remote_exec.startswith("its action cannot be made: "), spec.no_remote_exec
+
+
 def test_the_option_needs_remote_exec(capsys: pytest.CaptureFixture[str]) -> None:
     from cuda_split.driver.options import parse_driver_args
 

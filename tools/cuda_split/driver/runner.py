@@ -167,9 +167,15 @@ class Runner:
         found = self._specs.get(node.index)
         if found is None:
             if node.step.kind == planlib.HOST_COMPILE and self.opts.remote_host_compile:
-                found = host_compile_spec(
-                    node, self.files, self.sdk_top, self.work_dir, self._compiler_id
-                )
+                try:
+                    found = host_compile_spec(
+                        node, self.files, self.sdk_top, self.work_dir, self._compiler_id
+                    )
+                except OSError as e:  # the remote must not break the build
+                    found = plan_step_spec(
+                        node, self.work_dir, self.sdk_top, self.key_env, self.libdevice
+                    )
+                    found.no_remote_exec = f"its action cannot be made: {e}"
             else:
                 found = plan_step_spec(
                     node, self.work_dir, self.sdk_top, self.key_env, self.libdevice
@@ -346,7 +352,11 @@ class Runner:
         if self.remote is None or not self.offloaded(node):
             node.explain = f"run locally: {spec.no_remote_exec or 'the remote is unavailable'}"
             return self._execute_here(node)
-        prepared = self.remote.prepare(spec)
+        try:  # an SDK header that cannot be read (the compile may not need it) is no error
+            prepared = self.remote.prepare(spec)
+        except OSError as e:
+            node.explain = f"run locally: its action cannot be made: {e}"
+            return self._execute_here(node)
         found, note = self.remote.lookup(prepared, spec)
         if found is not None:
             node.cache, node.explain = "remote-hit", f"remote hit (action {prepared.short})"
