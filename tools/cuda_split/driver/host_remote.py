@@ -29,6 +29,8 @@ import re
 from collections.abc import Callable, Mapping
 
 from cuda_split.driver.common import Node
+from cuda_split.driver.preprocess import _COMPILER_ENV
+from cuda_split.driver.step_spec import sdk_path
 from cuda_split.hermetic import HermeticStep
 
 # The action's environment entry that holds the host compiler's identity.
@@ -72,17 +74,9 @@ _SIDE_FILE_FLAGS = (
     "-specs",
     "--specs",
 )
-# The compiler's environment variables that add include directories or write files
-# (DEPENDENCIES_OUTPUT: a .d, as -MD).
-_ENV = (
-    "CPATH",
-    "CPLUS_INCLUDE_PATH",
-    "C_INCLUDE_PATH",
-    "GCC_EXEC_PREFIX",
-    "COMPILER_PATH",
-    "DEPENDENCIES_OUTPUT",
-    "SUNPRO_DEPENDENCIES",
-)
+# The compiler's environment variables that add include directories (the preprocessors'
+# own list) or write files (DEPENDENCIES_OUTPUT: a .d, as -MD).
+_ENV = (*_COMPILER_ENV, "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES")
 _INCLUDE = b'\n#include "'
 # An empty file that makes an SDK include directory of the command exist in the action.
 _PLACEHOLDER = ".cuda-split-dir"
@@ -240,8 +234,8 @@ def host_compile_spec(
     for i, flag, value in _flag_values(argv, _DIR_FLAGS):
         # Relative where nvcc was run by a relative path (`-Isdk/bin/../include`): from
         # the working directory, where the compile runs.
-        if _inside(value, sdk_top):
-            rel = "sdk/" + os.path.relpath(os.path.realpath(value), sdk_top)
+        rel = sdk_path(value, sdk_top)
+        if rel is not None:
             if argv[i] == flag:
                 rest[i] = rel  # rest[i] is argv[i + 1]
             else:
