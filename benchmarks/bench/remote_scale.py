@@ -1,17 +1,23 @@
 """Remote builds on N workers, measured against the replay's projection (issue 31).
 
-    python3 benchmarks/run.py remote-scale [--results benchmarks/results]
+    python3 benchmarks/run.py remote-scale [--label remote] [--results benchmarks/results]
         [--traces tests/data] [--shared-host results/full-64core-throughput.json]
-        [--from 60] [--png results/remote-scale.png]
+        [--from 60] [--also 16,8] [--png results/remote-scale.png]
 
-Reads `scale_remote.sh`'s builds: each worker count's wall from `<results>/remote-wN.json`
-and its trace from `<traces>/remote-wN.trace.jsonl.gz` (run.py's raw trace with only the
-fields the replay reads). For each N it prints the measured wall (run.py's, and the
+Reads `scale_remote.sh`'s builds of one label (`remote`: 16 files, session 21;
+`remote-full`: the whole backend with `--remote-host-compile`, session 23): each worker
+count's wall from `<results>/LABEL-wN.json` and its trace from
+`<traces>/LABEL-wN.trace.jsonl.gz` (run.py's raw trace with only the fields the replay
+reads). For each N it prints the measured wall (run.py's, and the
 trace's first step to last, which the replay reproduces), the replay of that build's own
 trace on its N workers, and the projection of one trace (`--from`, the largest count's
-by default) to every N: what a user with one trace would have been told. Both replays
-take the remote runs without their backend's queue (`--trace-workers`) and the shared
-machine's stretch (`--shared-host`). `--png` draws the measured and projected walls.
+by default) to every N (and to the counts of `--also`, measured or not): what a user with
+one trace would have been told. Both replays
+take the remote runs without their backend's queue (the workers' own seconds, or
+`--trace-workers` for traces without them), the round trip of each remote step beside
+it (`replay.round_trips` of the replayed trace; none for traces without the workers'
+seconds) and the shared machine's stretch (`--shared-host`). `--png` draws the measured
+and projected walls.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from collections.abc import Sequence
 from . import replay
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+# workers, run.py's wall, the trace's span, its own trace replayed, projected from --from's
+# trace, its own trace with --remote-exec's default kinds; None where not measured.
+Row = tuple[int, float | None, float | None, float | None, float, float | None]
 HERE = REPO / "benchmarks"
 
 
@@ -38,6 +47,9 @@ def _wall(path: pathlib.Path) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="run.py remote-scale", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--label", default="remote", help="the builds' run.py label before -wN (default remote)"
+    )
     p.add_argument("--results", type=pathlib.Path, default=HERE / "results")
     p.add_argument("--traces", type=pathlib.Path, default=REPO / "tests" / "data")
     p.add_argument(
@@ -53,38 +65,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="worker count whose trace is projected to the others (default the largest)",
     )
+    p.add_argument(
+        "--also",
+        default="",
+        help="comma-separated worker counts without a build to project --from's trace to",
+    )
     p.add_argument("--cores", type=int, default=2, help="the client's cores (default 2)")
     p.add_argument("--files-at-once", type=int, default=16, help="run.py's --jobs (default 16)")
     p.add_argument("--png", type=pathlib.Path, help="write the chart here (needs matplotlib)")
     args = p.parse_args(argv)
     traces = {
         int(m.group(1)): path
-        for path in sorted(args.traces.glob("remote-w*.trace.jsonl.gz"))
-        if (m := re.fullmatch(r"remote-w(\d+)\.trace\.jsonl\.gz", path.name))
+        for path in sorted(args.traces.glob(f"{args.label}-w*.trace.jsonl.gz"))
+        if (m := re.fullmatch(rf"{re.escape(args.label)}-w(\d+)\.trace\.jsonl\.gz", path.name))
     }
     if not traces:
-        raise SystemExit(f"run.py remote-scale: no remote-wN.trace.jsonl.gz in {args.traces}")
+        raise SystemExit(f"run.py remote-scale: no {args.label}-wN.trace.jsonl.gz in {args.traces}")
     source = args.source or max(traces)
     if source not in traces:
         raise SystemExit(f"run.py remote-scale: --from {source}: traces are for {sorted(traces)}")
+    try:
+        also = {int(n) for n in args.also.split(",") if n.strip()} - set(traces)
+    except ValueError:
+        raise SystemExit(
+            f"run.py remote-scale: --also {args.also}: expected worker counts"
+        ) from None
+    if any(n < 1 for n in also):
+        raise SystemExit(f"run.py remote-scale: --also {args.also}: expected counts >= 1")
     stretch = replay.Stretch.from_throughput(args.shared_host)
 
     def replayed(trace_of: int, workers: int, kinds: frozenset[str] | None = None) -> float:
         path = traces[trace_of]
         procs = replay.load([path], trace_of)
         kinds = kinds or replay.remote_kinds_of([path])  # as the build ran them
+        trips = replay.round_trips([path])
         return replay.replay(
-            procs, args.cores, "pid", workers, 0.0, args.files_at_once, stretch, kinds
+            procs, args.cores, "pid", workers, trips, args.files_at_once, stretch, kinds
         )
 
-    rows = []
-    for n in sorted(traces, reverse=True):
-        span = replay.measured([traces[n]])
+    rows: list[Row] = []
+    for n in sorted(set(traces) | also, reverse=True):
+        if n not in traces:
+            rows.append((n, None, None, None, replayed(source, n), None))
+            continue
         rows.append(
             (
                 n,
-                _wall(args.results / f"remote-w{n}.json"),
-                span,
+                _wall(args.results / f"{args.label}-w{n}.json"),
+                replay.measured([traces[n]]),
                 replayed(n, n),
                 replayed(source, n),
                 replayed(n, n, replay.REMOTE_KINDS),
@@ -92,21 +120,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(
         f"| workers | run.py wall s | trace span s | own trace replayed s | "
-        f"from the {source}-worker trace s | own trace, with nvcc-split's remote kinds now s |"
+        f"from the {source}-worker trace s | own trace, --remote-exec's default kinds s |"
     )
     print("|---|---|---|---|---|---|")
+
+    def cell(value: float | None, span: float | None) -> str:
+        if value is None:
+            return "—"
+        return f"{value:.1f}" + (f" ({value / span - 1:+.1%})" if span else "")
+
     for n, wall, span, own, projected, now in rows:
         print(
-            f"| {n} | {wall:.1f} | {span:.1f} | {own:.1f} ({own / span - 1:+.1%}) | "
-            f"{projected:.1f} ({projected / span - 1:+.1%}) | {now:.1f} ({now / span - 1:+.1%}) |"
+            f"| {n} | {'—' if wall is None else f'{wall:.1f}'} | "
+            f"{'—' if span is None else f'{span:.1f}'} | {cell(own, span)} | "
+            f"{cell(projected, span)} | {cell(now, span)} |"
         )
     if args.png:
-        print(f"chart: {_plot(rows, source, args.png)}")
+        files = len(replay.load([traces[source]]))
+        print(f"chart: {_plot(rows, source, files, args.png)}")
     return 0
 
 
 def _plot(
-    rows: list[tuple[int, float, float, float, float, float]], source: int, path: pathlib.Path
+    rows: list[Row],
+    source: int,
+    files: int,
+    path: pathlib.Path,
 ) -> str:
     try:
         import matplotlib
@@ -118,20 +157,20 @@ def _plot(
     rows = sorted(rows)
     workers = [r[0] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(workers, [r[2] for r in rows], "o-", label="measured (trace span)")
-    ax.plot(workers, [r[3] for r in rows], "s--", label="replay of its own trace")
-    ax.plot(workers, [r[4] for r in rows], "^:", label=f"projected from the {source}-worker trace")
-    ax.plot(
-        workers,
-        [r[5] for r in rows],
-        "v-.",
-        label="projected: cudafe++, fatbinary on the workers too (nvcc-split now)",
-    )
+
+    def series(column: int, style: str, label: str) -> None:
+        points = [(r[0], r[column]) for r in rows if r[column] is not None]
+        ax.plot([w for w, _ in points], [v for _, v in points], style, label=label)
+
+    series(2, "o-", "measured (trace span)")
+    series(3, "s--", "replay of its own trace")
+    series(4, "^:", f"projected from the {source}-worker trace")
+    series(5, "v-.", "its own trace, remote kinds: cudafe++, cicc, ptxas, fatbinary")
     ax.set_xscale("log", base=2)
     ax.set_xticks(workers, [str(w) for w in workers])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("BuildGrid workers (64-core machine; client on 2 cores)")
-    ax.set_ylabel("wall s (16 ggml files, 5 archs)")
+    ax.set_ylabel(f"wall s ({files} ggml files, 5 archs)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})

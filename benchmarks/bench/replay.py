@@ -1,7 +1,7 @@
 """Replay an nvcc-split build's trace as the slot pool would schedule it, by another rule.
 
     python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
-        [--workers N --overhead S --files-at-once J]   # a remote build on N workers
+        [--workers N --overhead S|traced --files-at-once J]   # a remote build on N workers
         [--trace-workers M] [--shared-host THROUGHPUT.json]   # (see "Remote traces")
 
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
@@ -36,18 +36,21 @@ Remote traces. In a `--remote-exec` build's trace a remote step's seconds are th
 client's: the upload, the backend's queue and the run on a worker. Replayed on fewer
 workers than it had, its queue would be counted twice. Since 2026-11-27 nvcc-split writes
 each remote step's seconds on its worker (`worker_s`, from the result's metadata), and the
-replay takes those. For traces without them, `--trace-workers M` (the workers the trace's
-backend had) takes each remote step's run back out, as a first-come
-first-served backend of M workers ran it: a step reaches a worker when it was sent or when
-the worker that ran the earliest-ending step before it became free, whichever is later
-(issue 31: at 8 workers the steps' client seconds were 6.3 times their runs). Workers of
-one machine also slow each other down (at 45 remote steps at once each took 1.33 times its
-seconds at 8), and the client's steps by as much where the client is on that machine
-too (its 2 cores' steps took 268 s at 60 workers, 204 s at 8). `--shared-host` takes
-`throughput.py`'s measurement of that machine (a compile's wall at k copies ÷ its wall
-alone), divides each step's seconds by the stretch at the number of steps under way
-around it in the trace and multiplies them by the stretch at the number under way when
-it starts in the replay. Workers of their own machines (a build farm) need neither.
+replay takes those; the rest of its client seconds, the upload, the backend's dispatch and
+the download, hold no worker and come back with `--overhead traced` (per kind, the median
+over the traces; about 1 s a step on issue 31's machine). For traces without them,
+`--trace-workers M` (the workers the trace's backend had) takes each remote step's run
+back out, as a first-come first-served backend of M workers ran it: a step reaches a
+worker when it was sent or when the worker that ran the earliest-ending step before it
+became free, whichever is later (issue 31: at 8 workers the steps' client seconds were 6.3
+times their runs). Workers of one machine also slow each other down (at 45 remote steps at
+once each took 1.33 times its seconds at 8), and the client's steps by as much where the
+client is on that machine too (its 2 cores' steps took 268 s at 60 workers, 204 s at 8).
+`--shared-host` takes `throughput.py`'s measurement of that machine (a compile's wall at k
+copies ÷ its wall alone), divides each step's seconds by the stretch at the number of
+steps under way around it in the trace and multiplies them by the stretch at the number
+under way when it starts in the replay. Workers of their own machines (a build farm) need
+neither.
 
 Traces written before the deps were recorded get them from the kinds (nvcc 13's plan:
 cudafe++ after the host preprocess, cicc after its arch's device preprocess and cudafe++'s
@@ -63,7 +66,8 @@ import gzip
 import heapq
 import json
 import pathlib
-from collections.abc import Callable, Sequence
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -335,7 +339,7 @@ def replay(
     cores: int,
     rule: str,
     workers: int = 0,
-    overhead: float = 0.0,
+    overhead: float | Mapping[str, float] = 0.0,
     files_at_once: int = 0,
     stretch: Stretch | None = None,
     remote_kinds: frozenset[str] = REMOTE_KINDS,
@@ -343,13 +347,15 @@ def replay(
     """The wall of the build replayed on `cores` slots by `rule` (one of RULES).
 
     With `workers`, a remote build as nvcc-split --remote-exec runs it: the steps of
-    `remote_kinds` (cudafe++, cicc, ptxas, fatbinary) on `workers` workers (each taking
-    `overhead` seconds more: the round trip, the inputs' upload), started before the
-    local steps and holding no slot of the client's `cores`. With `files_at_once`, a file
-    starts as soon as fewer than that many are unfinished (make -jN's pool), instead of
-    when it started in the trace. With `stretch`, the workers and the client share one
-    machine: a step takes its seconds ÷ the stretch at the steps under way at its middle
-    in the trace × the stretch at the steps under way when it starts in the replay
+    `remote_kinds` (cudafe++, cicc, ptxas, fatbinary) on `workers` workers, started
+    before the local steps and holding no slot of the client's `cores`; each ends
+    `overhead` seconds (one number, or one per kind: `round_trips`) after its worker is
+    free again: the upload, the backend's dispatch and the download hold no worker. With
+    `files_at_once`, a file starts as soon as fewer than that many are unfinished (make
+    -jN's pool), instead of when it started in the trace. With `stretch`, the workers
+    and the client share one machine: a step takes its seconds ÷ the stretch at the
+    steps under way at its middle in the trace × the stretch at the steps under way
+    (workers busy and the client's steps) when it starts in the replay
     (itself included)."""
     if rule not in RULES:
         raise ValueError(f"rule {rule!r}: expected one of {', '.join(RULES)}")
@@ -368,10 +374,15 @@ def replay(
         order = lambda chain, p: (-round(chain * 1000), len(p.running), p.pid)  # noqa: E731
     else:
         order = lambda chain, p: (-round(chain * 1000), p.pid)  # noqa: E731
-    ends: list[tuple[float, int, int, int, bool]] = []  # (end, seq, pid, step, remote)
+    ends: list[tuple[float, int, int, int]] = []  # (end, seq, pid, step)
+    frees: list[float] = []  # when each busy worker is free again
     by_pid = {p.pid: p for p in procs}
     now, seq = 0.0, 0
-    remote_running = 0
+    local_running = 0
+
+    def round_trip(kind: str) -> float:
+        return overhead.get(kind, 0.0) if isinstance(overhead, Mapping) else overhead
+
     arrival = {p.pid: p.arrival for p in procs}
     queue = sorted(procs, key=lambda p: (p.arrival, p.pid)) if files_at_once else []
     if files_at_once:
@@ -382,7 +393,7 @@ def replay(
 
     def start(pool: dict[int, list[tuple[float, int]]], free: int, far: bool, now: float) -> int:
         """Starts the best waiting steps of `pool` on `free` slots; how many it started."""
-        nonlocal seq
+        nonlocal seq, local_running
         count = 0
         while count < free and pool:
             pid = min(pool, key=lambda k: order(pool[k][0][0], by_pid[k]))
@@ -397,10 +408,13 @@ def replay(
             step = p.steps[index]
             took = step.seconds
             if stretch is not None and step.beside:
-                took *= stretch.at(len(ends) + 1) / stretch.at(step.beside)
+                took *= stretch.at(local_running + len(frees) + 1) / stretch.at(step.beside)
             if far:
-                took += overhead
-            heapq.heappush(ends, (now + took, seq, pid, index, far))
+                heapq.heappush(frees, now + took)
+                took += round_trip(step.kind)
+            else:
+                local_running += 1
+            heapq.heappush(ends, (now + took, seq, pid, index))
             seq += 1
             count += 1
         return count
@@ -452,20 +466,35 @@ def replay(
         for pid, waiting in ready.items():
             for w in waiting:
                 (far if remote(pid, w[1]) else here).setdefault(pid, []).append(w)
-        remote_running += start(far, workers - remote_running, True, now)
-        start(here, cores - (len(ends) - remote_running), False, now)
+        start(far, workers - len(frees), True, now)
+        start(here, cores - local_running, False, now)
         arrivals = [t for t in arrival.values() if now < t < float("inf")]
         next_end = ends[0][0] if ends else float("inf")
-        now = min([next_end, *arrivals])
+        now = min([next_end, *arrivals, *frees[:1]])
+        while frees and frees[0] <= now:
+            heapq.heappop(frees)
         while ends and ends[0][0] <= now:
-            _, _, pid, index, offloaded = heapq.heappop(ends)
-            remote_running -= offloaded
+            _, _, pid, index = heapq.heappop(ends)
+            local_running -= not remote(pid, index)
             p = by_pid[pid]
             p.running.discard(index)
             p.done.add(index)
             assert p.estimates is not None
             p.estimates.finished(index, now, p.steps[index].written)
     return now
+
+
+def round_trips(paths: Sequence[pathlib.Path]) -> dict[str, float]:
+    """Per step kind, the median seconds a remote step took the client beyond its run on
+    the worker (`worker_s`): the upload, the backend's dispatch, the download. The median
+    leaves out the steps that also waited in the backend's queue where most did not."""
+    extra: dict[str, list[float]] = {}
+    for path in paths:
+        for r in steps_of(path):
+            if r.get("cache") == "remote-exec" and r.get("worker_s") is not None:
+                took = r["end"] - r["start"] - r["worker_s"]
+                extra.setdefault(r["step"], []).append(max(took, 0.0))
+    return {kind: statistics.median(values) for kind, values in sorted(extra.items())}
 
 
 def measured(paths: Sequence[pathlib.Path]) -> float:
@@ -494,9 +523,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument(
         "--overhead",
-        type=float,
-        default=0.0,
-        help="seconds a remote step takes beyond its trace's (round trip, upload)",
+        default="0",
+        help="seconds a remote step takes beyond its run on a worker (upload, dispatch, "
+        "download; no worker held), or `traced`: per kind, the traces' median of their "
+        "remote steps' client seconds beyond the worker's (default 0)",
     )
     p.add_argument(
         "--files-at-once",
@@ -531,8 +561,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--rules: {', '.join(bad)} unknown; expected some of {', '.join(RULES)}")
     if args.cores < 1:
         p.error(f"--cores {args.cores}: expected at least 1")
-    if min(args.workers, args.files_at_once, args.overhead, args.trace_workers) < 0:
-        p.error("--workers, --files-at-once, --overhead, --trace-workers: expected numbers >= 0")
+    overhead: float | dict[str, float]
+    if args.overhead == "traced":
+        overhead = round_trips(args.traces)
+    else:
+        try:
+            overhead = float(args.overhead)
+        except ValueError:
+            p.error(f"--overhead {args.overhead}: expected seconds or `traced`")
+        if overhead < 0:
+            p.error(f"--overhead {args.overhead}: expected seconds >= 0 or `traced`")
+    if min(args.workers, args.files_at_once, args.trace_workers) < 0:
+        p.error("--workers, --files-at-once, --trace-workers: expected numbers >= 0")
     stretch = Stretch.from_throughput(args.shared_host) if args.shared_host else None
     procs = load(args.traces, args.trace_workers)
     if args.remote_kinds == "traced":
@@ -558,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"| measured | {wall:.1f} | {wall / bound:.3f} |")
     for rule in rules:
         replayed = replay(
-            procs, args.cores, rule, args.workers, args.overhead, args.files_at_once, stretch, kinds
+            procs, args.cores, rule, args.workers, overhead, args.files_at_once, stretch, kinds
         )
         print(f"| {rule} | {replayed:.1f} | {replayed / bound:.3f} |")
     return 0
