@@ -23,6 +23,7 @@ and projected walls.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import re
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"run.py remote-scale: --also {args.also}: expected counts >= 1")
     stretch = replay.Stretch.from_throughput(args.shared_host)
 
+    @functools.cache  # the --from trace on its own count is that build's own replay
     def replayed(trace_of: int, workers: int, kinds: frozenset[str] | None = None) -> float:
         path = traces[trace_of]
         procs = replay.load([path], trace_of)

@@ -369,6 +369,7 @@ def replay(
         p.estimates = slots.Estimates(planned=planned)
     users = {p.pid: _users(p) for p in procs}
     known = {p.pid: {i: s.seconds for i, s in p.steps.items()} for p in procs}
+    kinds_of = {p.pid: {i: s.kind for i, s in p.steps.items()} for p in procs}
     order: Callable[[float, Process], tuple]
     if rule == "held":
         order = lambda chain, p: (-round(chain * 1000), len(p.running), p.pid)  # noqa: E731
@@ -419,7 +420,8 @@ def replay(
             count += 1
         return count
 
-    while not all(p.finished for p in procs):
+    unfinished = sum(not p.finished for p in procs)
+    while unfinished:
         started = [p for p in procs if arrival[p.pid] <= now and not p.finished]
         while queue and len(started) < files_at_once:
             q = queue.pop(0)
@@ -445,7 +447,18 @@ def replay(
                 if median is not None:
                     shared[kind] = median
             p.estimates.shared = shared
-            kinds = {i: s.kind for i, s in p.steps.items()}
+            waiting_steps = [
+                i
+                for i, s in p.steps.items()
+                if i not in p.done and i not in p.running and s.deps <= p.done
+            ]
+            if not waiting_steps:
+                # No chain to rank; what the pool notes of its running steps still counts
+                # (`Estimates.seconds` notes how long they have run: what it publishes).
+                for k in {p.steps[i].kind for i in p.running}:
+                    p.estimates.seconds(k, now)
+                continue
+            kinds = kinds_of[p.pid]
             seconds = {k: p.estimates.seconds(k, now) for k in set(kinds.values())}
             mine = None
             if rule == "known":
@@ -453,13 +466,8 @@ def replay(
             elif rule == "ready":
                 mine = {i: t for i, t in known[p.pid].items() if p.steps[i].deps <= p.done}
             chain = slots.chains(kinds, users[p.pid], seconds, mine)
-            waiting = [
-                (chain[i], i)
-                for i, s in p.steps.items()
-                if i not in p.done and i not in p.running and s.deps <= p.done
-            ]
-            if waiting:
-                ready[p.pid] = sorted(waiting, key=lambda w: (-w[0], w[1]))  # as run_dag
+            waiting = [(chain[i], i) for i in waiting_steps]
+            ready[p.pid] = sorted(waiting, key=lambda w: (-w[0], w[1]))  # as run_dag
 
         far: dict[int, list[tuple[float, int]]] = {}
         here: dict[int, list[tuple[float, int]]] = {}
@@ -479,6 +487,7 @@ def replay(
             p = by_pid[pid]
             p.running.discard(index)
             p.done.add(index)
+            unfinished -= p.finished
             assert p.estimates is not None
             p.estimates.finished(index, now, p.steps[index].written)
     return now
