@@ -435,6 +435,23 @@ def test_remote_host_compile(
     assert "only-here" in proc.stderr and (tmp_path / "W" / "k.o").is_file()
 
 
+def test_a_ptxas_that_writes_a_temporary_file_runs_on_the_worker(
+    sdk: pathlib.Path, backend: Backend, tmp_path: pathlib.Path
+) -> None:
+    """ptxas writes a temporary file in TMPDIR (/tmp unless set) for some inputs: here a
+    PTX without kernels, in ggml the five cubins of fattn-tile.cu. A worker need not let
+    an action write /tmp (this backend's do not), so each action sets TMPDIR to its own
+    directory; without it every such ptxas failed there and ran here."""
+    src = tmp_path / "host_only.cu"
+    src.write_text("int host_only(int x) { return x + 1; }\n")
+    args = [*HOST, "-arch=sm_87", "-c", str(src)]  # an arch no other test builds
+    flags = [*remote_flags(backend), "--remote-exec", "--no-cache", "--explain"]
+    proc = run_driver(sdk, tmp_path / "A", [*args, "-o", "k.o"], *flags, "--table", "t.csv")
+    assert cache_column(tmp_path / "A" / "t.csv")[("ptxas", "sm_87")] == "remote-exec", proc.stderr
+    ref = nvcc_keep(sdk, tmp_path / "ref", args)
+    assert (tmp_path / "A" / "k.o").read_bytes() == ref.read_bytes()
+
+
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:
     """cuda_split.reapi against the server: blobs above the batch limit go through
     ByteStream Write/Read, the others in batches; what is read back is checked."""
