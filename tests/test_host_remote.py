@@ -266,6 +266,56 @@ def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
         assert ("the host compile did not run on the worker" in err) == warned, err
 
 
+def test_a_plan_step_that_fails_only_on_the_worker_warns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A plan step (here ptxas) that exits non-zero on the worker runs here; where it then
+    succeeds, the worker differs from this machine, and nvcc-split says so without
+    --explain (a silent fallback hid ptxas's read-only /tmp on the workers of issue 31's
+    runs). A backend that cannot be reached says nothing per step (it warns once)."""
+    from cuda_split.driver.runner import Runner
+    from cuda_split.hermetic import HermeticStep
+
+    class Remote:
+        failed = ""
+        usable = True
+
+        def __init__(self, note: str) -> None:
+            self.note = note
+
+        def prepare(self, spec: HermeticStep) -> object:
+            return types.SimpleNamespace(short="abc")
+
+        def lookup(self, prepared: object, spec: HermeticStep) -> tuple[None, str]:
+            return None, "no remote entry (action abc)"
+
+        def execute(self, prepared: object, spec: HermeticStep) -> tuple[None, str]:
+            return None, self.note
+
+    exited = "remote execution exited 255 (ptxas fatal   : Could not open output file)"
+    unreachable = "remote execution failed: UNAVAILABLE"
+    for note, local_rc, warned in ((exited, 0, True), (exited, 1, False), (unreachable, 0, False)):
+        runner = object.__new__(Runner)
+        runner.opts = types.SimpleNamespace(verbose=False, remote_exec=True, remote_upload=False)
+        runner.source, runner.cache = "/src/k.cu", None
+        runner.remote = Remote(note)  # type: ignore[assignment]
+        runner.texts = types.SimpleNamespace(materialize=lambda paths, run: (None, False))
+        runner.key_parts = lambda n: {"cmd": "ptxas"}  # type: ignore[method-assign]
+        node = Node(0, planlib.Step(planlib.PTXAS, [], "sm_90"), None, {}, {})  # type: ignore[arg-type]
+        runner._specs = {node.index: HermeticStep(["ptxas"], {}, {}, {}, {}, "", "")}
+
+        def here(n: Node, step: Node | None = None, rc: int = local_rc) -> None:
+            n.rc = rc
+
+        runner._execute_here = here  # type: ignore[method-assign]
+        runner._run_cached(node)
+        assert node.rc == local_rc and node.cache == "miss"
+        err = capsys.readouterr().err
+        assert ("k.cu: ptxas[sm_90] did not run on the worker (remote execution exited" in err) == (
+            warned
+        ), err
+
+
 def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> None:
     """Nothing the remote does may break the build: an SDK header that cannot be read (the
     compile may not need it), making the spec or the action, leaves the host compile to

@@ -320,6 +320,7 @@ class Runner:
                 return
             explain += f"; {note}"
         node.cache = "miss"
+        failed_there = ""
         if prepared is not None and remote is not None and self.opts.remote_exec:
             if spec.no_remote_exec:
                 explain += f"; run locally: {spec.no_remote_exec}"
@@ -334,8 +335,15 @@ class Runner:
                     explain += f"; executed remotely (on {done.worker or 'a worker'})"
                 else:
                     explain += f"; {note}; run locally"
+                    failed_there = note if note.startswith("remote execution exited") else ""
         if node.cache == "miss":
             self._execute_here(node)
+            if failed_there and node.rc == 0:
+                # It failed there, not here: the worker differs. Said without --explain.
+                say(
+                    f"warning: {os.path.basename(self.source)}: {node.label} did not run on "
+                    f"the worker ({failed_there}); it ran here"
+                )
             if node.rc == 0 and prepared is not None and remote is not None:
                 if self.opts.remote_upload:
                     explain += "; " + remote.upload(prepared, self._outcome(node, spec))
