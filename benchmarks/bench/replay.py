@@ -370,6 +370,9 @@ def replay(
     users = {p.pid: _users(p) for p in procs}
     known = {p.pid: {i: s.seconds for i, s in p.steps.items()} for p in procs}
     kinds_of = {p.pid: {i: s.kind for i, s in p.steps.items()} for p in procs}
+    # Each process's last chains and the seconds they came from: the same seconds give
+    # the same chains (`slots.chains` reads nothing else but the fixed graph).
+    last_chains: dict[int, tuple[object, dict[int, float]]] = {}
     order: Callable[[float, Process], tuple]
     if rule == "held":
         order = lambda chain, p: (-round(chain * 1000), len(p.running), p.pid)  # noqa: E731
@@ -465,7 +468,13 @@ def replay(
                 mine = known[p.pid]
             elif rule == "ready":
                 mine = {i: t for i, t in known[p.pid].items() if p.steps[i].deps <= p.done}
-            chain = slots.chains(kinds, users[p.pid], seconds, mine)
+            memo_key = tuple(sorted(seconds.items())) if mine is None else None
+            if memo_key is not None and last_chains.get(p.pid, (None,))[0] == memo_key:
+                chain = last_chains[p.pid][1]
+            else:
+                chain = slots.chains(kinds, users[p.pid], seconds, mine)
+                if memo_key is not None:
+                    last_chains[p.pid] = (memo_key, chain)
             waiting = [(chain[i], i) for i in waiting_steps]
             ready[p.pid] = sorted(waiting, key=lambda w: (-w[0], w[1]))  # as run_dag
 
