@@ -282,7 +282,13 @@ def test_a_remote_steps_round_trip_holds_no_worker(tmp_path, capsys):
     argv = ["replay", str(remote), "--cores", "1", "--workers", "1", "--rules", "pid"]
     assert run.main([*argv, "--overhead", "traced"]) == 0
     assert "| pid | 4.0 |" in capsys.readouterr().out  # three 1 s runs, then 1 s back
-    for bad in ("-1", "soon"):
+    # A trace without the workers' seconds has no round trip to take: said, not a silent 0.
+    local = tmp_path / "local.jsonl"
+    local.write_text(json.dumps({**rows[0], "cache": "miss", "worker_s": None}) + "\n")
+    with pytest.raises(SystemExit):
+        run.main(["replay", str(local), "--workers", "1", "--overhead", "traced"])
+    assert "--overhead traced: the traces have no remote-exec step" in capsys.readouterr().err
+    for bad in ("-1", "soon", "inf", "nan"):  # nan last: unchecked, it never ended a step
         with pytest.raises(SystemExit):
             run.main([*argv, "--overhead", bad])
         assert f"--overhead {bad}: expected seconds" in capsys.readouterr().err

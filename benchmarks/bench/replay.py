@@ -65,6 +65,7 @@ import bisect
 import gzip
 import heapq
 import json
+import math
 import pathlib
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -582,12 +583,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     overhead: float | dict[str, float]
     if args.overhead == "traced":
         overhead = round_trips(args.traces)
+        if not overhead:  # a silent 0 would project the remote build without its round trips
+            p.error(
+                "--overhead traced: the traces have no remote-exec step with its worker's "
+                "seconds (worker_s, written since 2026-11-27); give the seconds instead"
+            )
     else:
         try:
             overhead = float(args.overhead)
         except ValueError:
             p.error(f"--overhead {args.overhead}: expected seconds or `traced`")
-        if overhead < 0:
+        if not math.isfinite(overhead) or overhead < 0:  # nan would never end a step
             p.error(f"--overhead {args.overhead}: expected seconds >= 0 or `traced`")
     if min(args.workers, args.files_at_once, args.trace_workers) < 0:
         p.error("--workers, --files-at-once, --trace-workers: expected numbers >= 0")
