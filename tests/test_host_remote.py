@@ -271,8 +271,9 @@ def test_a_plan_step_that_fails_only_on_the_worker_warns(
 ) -> None:
     """A plan step (here ptxas) that exits non-zero on the worker runs here; where it then
     succeeds, the worker differs from this machine, and nvcc-split says so without
-    --explain (a silent fallback hid ptxas's read-only /tmp on the workers of issue 31's
-    runs). A backend that cannot be reached says nothing per step (it warns once)."""
+    --explain, once a compilation (a silent fallback hid ptxas's read-only /tmp on the
+    workers of issue 31's runs). A backend that cannot be reached says nothing per step
+    (it warns once)."""
     from cuda_split.driver.runner import Runner
     from cuda_split.hermetic import HermeticStep
 
@@ -314,6 +315,8 @@ def test_a_plan_step_that_fails_only_on_the_worker_warns(
         assert ("k.cu: ptxas[sm_90] did not run on the worker (remote execution exited" in err) == (
             warned
         ), err
+        runner._run_cached(node)  # another step of the compilation: said once
+        assert "did not run on the worker" not in capsys.readouterr().err
 
 
 def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> None:

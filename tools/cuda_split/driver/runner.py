@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     from cuda_split import remote as remotelib
 
 
-# Step kinds whose outputs are cached by a key of their argv and their input files'
-# digests: they read files of the plan alone.
+# Step kinds cached by a key of their argv and input files' digests (plan files alone).
 CACHED_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 # Preprocessors read the source and headers that only their output names: they are
 # cached like ccache's direct mode. A manifest, keyed by the argv, lists the files the
@@ -70,6 +69,8 @@ _RELOCATED_ROLE_PREFIXES = ("stub:",)
 
 class Runner:
     """Runs the nodes of one compilation, with the cache."""
+
+    worker_warned = False  # a step failed on a worker and not here: said once
 
     def __init__(
         self,
@@ -338,11 +339,11 @@ class Runner:
                     failed_there = note if note.startswith("remote execution exited") else ""
         if node.cache == "miss":
             self._execute_here(node)
-            if failed_there and node.rc == 0:
-                # It failed there, not here: the worker differs. Said without --explain.
+            if failed_there and node.rc == 0 and not self.worker_warned:
+                self.worker_warned = True  # without --explain, once a compilation
                 say(
                     f"warning: {os.path.basename(self.source)}: {node.label} did not run on "
-                    f"the worker ({failed_there}); it ran here"
+                    f"the worker ({failed_there}); it ran here (other steps: --explain)"
                 )
             if node.rc == 0 and prepared is not None and remote is not None:
                 if self.opts.remote_upload:
@@ -379,9 +380,8 @@ class Runner:
             node.explain = f"{note}; run locally"
             self._execute_here(node)
             if note.startswith("remote execution") and node.rc == 0:
-                # It failed there, not here (a compile error fails here too, and the local
-                # run reports it): the worker lacks what this machine has. Said without
-                # --explain: every compile then runs here.
+                # It failed there, not here (a compile error fails here too, and says so):
+                # the worker lacks what this machine has. Said without --explain.
                 say(
                     f"warning: {os.path.basename(self.source)}: the host compile did not run "
                     f"on the worker ({note}); it ran here. The workers need the host "
