@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from . import replay
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+HERE = REPO / "benchmarks"
 # workers, run.py's wall, the trace's span, its own trace replayed, projected from --from's
 # trace, its own trace with --remote-exec's default kinds; None where not measured.
 Row = tuple[int, float | None, float | None, float | None, float, float | None]
-HERE = REPO / "benchmarks"
 
 
 def _wall(path: pathlib.Path) -> float:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 
 from cuda_split.driver.common import Node
 from cuda_split.driver.preprocess import _COMPILER_ENV
-from cuda_split.driver.step_spec import REMOTE_TMPDIR, sdk_path
+from cuda_split.driver.step_spec import REMOTE_ENV, sdk_path
 from cuda_split.hermetic import HermeticStep
 
 # The action's environment entry that holds the host compiler's identity.
@@ -248,7 +248,7 @@ def host_compile_spec(
     env = {
         "PATH": f"{os.path.dirname(compiler)}:/usr/bin:/bin",
         COMPILER_ENV: f"{compiler} {compiler_id(compiler)}",
-        REMOTE_TMPDIR[0]: REMOTE_TMPDIR[1],
+        **REMOTE_ENV,
     }
     if "obj" not in outputs and not why:
         why = "the command names no -o"

@@ -22,11 +22,11 @@ _CICC_CWD_FLAGS = ("-g", "-generate-line-info", "--debug_mode")
 # compile runs there only with --remote-host-compile (host_remote.py).
 REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBINARY)
 
-# Where a tool on a worker writes its temporary files: the action's own directory, which
-# the worker makes writable. Without it ptxas writes `/tmp/tmpxft_*` and fails where a
-# worker's /tmp is read-only (it does not look further, as gcc does): on ggml's
-# fattn-tile.cu, "ptxas fatal: Could not open output file '/tmp/tmpxft_...'".
-REMOTE_TMPDIR = ("TMPDIR", ".")
+# Every remote action's environment: the tools' temporary files in the action's own
+# directory, which the worker makes writable. Without it ptxas writes `/tmp/tmpxft_*` and
+# fails where a worker's /tmp is read-only (it does not look further, as gcc does): on
+# ggml's fattn-tile.cu, "ptxas fatal: Could not open output file '/tmp/tmpxft_...'".
+REMOTE_ENV = {"TMPDIR": "."}
 
 
 def sdk_path(path: str, sdk_top: str) -> str | None:
@@ -61,8 +61,7 @@ def plan_step_spec(
         # Files nothing reads (cicc's host-side C, nvcc's copy of the fatbin).
         mapping[path] = f"out/scratch.{i}"
     tools: dict[str, str] = {}
-    env = dict(key_env)
-    env.setdefault(*REMOTE_TMPDIR)
+    env = {**key_env, **REMOTE_ENV}
     tool = sdk_path(argv[0], sdk_top)
     if tool is not None:
         tools[tool] = argv[0]
