@@ -5,19 +5,19 @@
         [--from 60] [--also 16,8] [--png results/remote-scale.png]
 
 Reads `scale_remote.sh`'s builds of one label (`remote`: 16 files, session 21;
-`remote-full`: the whole backend with `--remote-host-compile`, session 23): each worker
-count's wall from `<results>/LABEL-wN.json` and its trace from
-`<traces>/LABEL-wN.trace.jsonl.gz` (run.py's raw trace with only the fields the replay
-reads). For each N it prints the measured wall (run.py's, and the
-trace's first step to last, which the replay reproduces), the replay of that build's own
-trace on its N workers, and the projection of one trace (`--from`, the largest count's
-by default) to every N (and to the counts of `--also`, measured or not): what a user with
-one trace would have been told. Both replays
-take the remote runs without their backend's queue (the workers' own seconds, or
-`--trace-workers` for traces without them), the round trip of each remote step beside
-it (`replay.round_trips` of the replayed trace; none for traces without the workers'
-seconds) and the shared machine's stretch (`--shared-host`). `--png` draws the measured
-and projected walls.
+`remote-full`: the whole backend with `--remote-host-compile`, session 23, on two
+machines; `remote-full-s24`: the same on one machine, session 24): each worker count's
+wall from `<results>/LABEL-wN.json` and its trace from `<traces>/LABEL-wN.trace.jsonl.gz`
+(run.py's raw trace with only the fields the replay reads). For each N it prints the
+measured wall (run.py's, and the trace's first step to last, which the replay reproduces),
+the replay of that build's own trace on its N workers, and the projection of one trace
+(`--from`, the largest count's by default) to every N (and to the counts of `--also`,
+measured or not): what a user with one trace would have been told. Both replays take the
+remote runs without their backend's queue (the workers' own seconds, or `--trace-workers`
+for traces without them), the round trip of each remote step beside it
+(`replay.round_trips` of the replayed trace over its steps that cannot have queued; none
+for traces without the workers' seconds) and the shared machine's stretch
+(`--shared-host`). `--png` draws the measured and projected walls.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = traces[trace_of]
         procs = replay.load([path], trace_of)
         kinds = kinds or replay.remote_kinds_of([path])  # as the build ran them
-        trips = replay.round_trips([path])
+        trips = replay.round_trips([path], trace_of)
         return replay.replay(
             procs, args.cores, "pid", workers, trips, args.files_at_once, stretch, kinds
         )

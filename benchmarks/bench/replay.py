@@ -38,19 +38,20 @@ workers than it had, its queue would be counted twice. Since 2026-11-27 nvcc-spl
 each remote step's seconds on its worker (`worker_s`, from the result's metadata), and the
 replay takes those; the rest of its client seconds, the upload, the backend's dispatch and
 the download, hold no worker and come back with `--overhead traced` (per kind, the median
-over the traces; about 1 s a step on issue 31's machine). For traces without them,
-`--trace-workers M` (the workers the trace's backend had) takes each remote step's run
-back out, as a first-come first-served backend of M workers ran it: a step reaches a
-worker when it was sent or when the worker that ran the earliest-ending step before it
-became free, whichever is later (issue 31: at 8 workers the steps' client seconds were 6.3
-times their runs). Workers of one machine also slow each other down (at 45 remote steps at
-once each took 1.33 times its seconds at 8), and the client's steps by as much where the
-client is on that machine too (its 2 cores' steps took 268 s at 60 workers, 204 s at 8).
-`--shared-host` takes `throughput.py`'s measurement of that machine (a compile's wall at k
-copies ÷ its wall alone), divides each step's seconds by the stretch at the number of
-steps under way around it in the trace and multiplies them by the stretch at the number
-under way when it starts in the replay. Workers of their own machines (a build farm) need
-neither.
+over the traces; about 1 s a step on issue 31's machine; with `--trace-workers M`, over
+the steps sent while at most M remote steps were under way, which cannot have queued). For
+traces without them, `--trace-workers M` (the workers the trace's backend had) takes each
+remote step's run back out, as a first-come first-served backend of M workers ran it: a
+step reaches a worker when it was sent or when the worker that ran the earliest-ending
+step before it became free, whichever is later (issue 31: at 8 workers the steps' client
+seconds were 6.3 times their runs). Workers of one machine also slow each other down (at
+45 remote steps at once each took 1.33 times its seconds at 8), and the client's steps by
+as much where the client is on that machine too (its 2 cores' steps took 268 s at 60
+workers, 204 s at 8). `--shared-host` takes `throughput.py`'s measurement of that machine
+(a compile's wall at k copies ÷ its wall alone), divides each step's seconds by the
+stretch at the number of steps under way around it in the trace and multiplies them by the
+stretch at the number under way when it starts in the replay. Workers of their own
+machines (a build farm) need neither.
 
 Traces written before the deps were recorded get them from the kinds (nvcc 13's plan:
 cudafe++ after the host preprocess, cicc after its arch's device preprocess and cudafe++'s
@@ -503,17 +504,34 @@ def replay(
     return now
 
 
-def round_trips(paths: Sequence[pathlib.Path]) -> dict[str, float]:
+def round_trips(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> dict[str, float]:
     """Per step kind, the median seconds a remote step took the client beyond its run on
-    the worker (`worker_s`): the upload, the backend's dispatch, the download. The median
-    leaves out the steps that also waited in the backend's queue where most did not."""
+    the worker (`worker_s`): the upload, the backend's dispatch, the download. With
+    `trace_workers` (the backend's workers when the traces ran), only the steps sent while
+    at most that many remote steps were under way (themselves included) count: none of
+    them can have waited in the backend's queue. Without it, or for a kind with no such
+    step, all of the kind's steps: the median leaves out the queued ones only where most
+    did not queue (issue 31's 16-worker trace: 2.9-5.0 s against 0.5-0.7 s)."""
     extra: dict[str, list[float]] = {}
+    unqueued: dict[str, list[float]] = {}
     for path in paths:
-        for r in steps_of(path):
-            if r.get("cache") == "remote-exec" and r.get("worker_s") is not None:
-                took = r["end"] - r["start"] - r["worker_s"]
-                extra.setdefault(r["step"], []).append(max(took, 0.0))
-    return {kind: statistics.median(values) for kind, values in sorted(extra.items())}
+        records = [r for r in steps_of(path) if r.get("cache") == "remote-exec"]
+        sent = sorted(r["start"] for r in records)
+        ended = sorted(r["end"] for r in records)
+        for r in records:
+            if r.get("worker_s") is None:
+                continue
+            took = max(r["end"] - r["start"] - r["worker_s"], 0.0)
+            extra.setdefault(r["step"], []).append(took)
+            under_way = bisect.bisect_right(sent, r["start"]) - bisect.bisect_right(
+                ended, r["start"]
+            )
+            if trace_workers and under_way <= trace_workers:
+                unqueued.setdefault(r["step"], []).append(took)
+    return {
+        kind: statistics.median(unqueued.get(kind) or values)
+        for kind, values in sorted(extra.items())
+    }
 
 
 def measured(paths: Sequence[pathlib.Path]) -> float:
@@ -545,7 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="0",
         help="seconds a remote step takes beyond its run on a worker (upload, dispatch, "
         "download; no worker held), or `traced`: per kind, the traces' median of their "
-        "remote steps' client seconds beyond the worker's (default 0)",
+        "remote steps' client seconds beyond the worker's, over the steps that cannot have "
+        "queued where --trace-workers is given (default 0)",
     )
     p.add_argument(
         "--files-at-once",
@@ -582,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--cores {args.cores}: expected at least 1")
     overhead: float | dict[str, float]
     if args.overhead == "traced":
-        overhead = round_trips(args.traces)
+        overhead = round_trips(args.traces, args.trace_workers)
         if not overhead:  # a silent 0 would project the remote build without its round trips
             p.error(
                 "--overhead traced: the traces have no remote-exec step with its worker's "
