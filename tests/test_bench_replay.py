@@ -288,6 +288,13 @@ def test_a_remote_steps_round_trip_holds_no_worker(tmp_path, capsys):
     assert replay.round_trips([remote]) == {"cicc": 1.0}
     assert replay.round_trips([remote], trace_workers=1) == {"cicc": 0.5}
     assert replay.round_trips([remote], trace_workers=2) == {"cicc": 1.0}
+    # A remote step without its worker's seconds still holds a worker (or queues): one
+    # under way from 0 to 10 s leaves the step sent at 5 s (0.5 s beyond its run) out.
+    spaced = [(0.0, 10.0, None), (5.0, 6.5, 1.0), (20.0, 22.0, 1.0)]
+    rows = [{**step, "start": b, "end": e, "worker_s": w} for b, e, w in spaced]
+    remote.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert replay.round_trips([remote]) == {"cicc": 0.75}
+    assert replay.round_trips([remote], trace_workers=1) == {"cicc": 1.0}
     # A kind none of whose steps went unqueued keeps the median of all of them.
     rows = [{**step, "start": 0.0, "end": e, "worker_s": 1.0} for e in (1.5, 2.0, 9.0)]
     remote.write_text("".join(json.dumps(r) + "\n" for r in rows))
