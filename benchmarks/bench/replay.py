@@ -505,15 +505,15 @@ def replay(
 
 
 def round_trips(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> dict[str, float]:
-    """Per step kind, the median seconds a remote step took the client beyond its run on
-    the worker (`worker_s`): the upload, the backend's dispatch, the download. With
+    """Per step kind, the median seconds a remote step took the client beyond its run on the
+    worker (`worker_s`): the upload, the backend's dispatch, the download. With
     `trace_workers` (the backend's workers when the traces ran), only the steps sent while
     at most that many remote steps were under way (themselves included) count: by the
     client's clock none of them waited in the backend's queue (a step sent later with a
-    faster upload could still take the last free worker first; rare, and the median
-    leaves it out). Without it, or for a kind with no such
-    step, all of the kind's steps: the median leaves out the queued ones only where most
-    did not queue (issue 31's 16-worker trace: 2.9-5.0 s against 0.5-0.7 s)."""
+    faster upload could still take the last free worker first; rare, and the median leaves
+    it out). Without it, or for a kind with no such step, all of the kind's steps: the
+    median leaves out the queued ones only where most did not queue (issue 31's 16-worker
+    trace: 2.9-5.0 s against 0.5-0.7 s)."""
     extra: dict[str, list[float]] = {}
     unqueued: dict[str, list[float]] = {}
     for path in paths:
