@@ -6,6 +6,7 @@
     python3 benchmarks/run.py profile --corpus-dir GGML --nvcc NVCC   # nvcc-split's own CPU
     python3 benchmarks/run.py replay TRACE.jsonl ... # a --trace replayed by the pool's rules
     python3 benchmarks/run.py remote-scale [--png OUT.png]  # remote builds vs the replay
+    python3 benchmarks/run.py slim-trace RAW.jsonl OUT.trace.jsonl.gz   # as tests/data keeps it
     python3 benchmarks/run.py occupancy RESULTS.json ... --png OUT.png
     python3 benchmarks/run.py project [--subset full|subset]  # Bazel on N workers, projected
     python3 benchmarks/run.py laptop [--base REF]    # Bazel split vs mono on tiny targets
@@ -69,6 +70,7 @@ SCENARIOS = {
     "profile": "driver_profile",  # where nvcc-split's own CPU goes, one file's compiles
     "replay": "replay",  # an nvcc-split --trace replayed by the slot pool's rules
     "remote-scale": "remote_scale",  # remote builds on N workers against the projection
+    "slim-trace": "slim_trace",  # a raw trace as tests/data keeps it (the replay's fields)
     "occupancy": "occupancy",  # busy cores over time, from results JSON and traces
     "project": "project",  # Bazel split and mono on N workers, from the real action graphs
     "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
