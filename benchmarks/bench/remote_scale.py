@@ -1,13 +1,15 @@
 """Remote builds on N workers, measured against the replay's projection (issue 31).
 
-    python3 benchmarks/run.py remote-scale [--label remote] [--results benchmarks/results]
-        [--traces tests/data] [--shared-host results/full-64core-throughput.json]
+    python3 benchmarks/run.py remote-scale [--label remote[,LABEL...]]
+        [--results benchmarks/results] [--traces tests/data]
+        [--shared-host results/full-64core-throughput.json] [--stretch-scale 1|C|fit]
         [--from 60] [--also 16,8] [--png results/remote-scale.png]
 
-Reads `scale_remote.sh`'s builds of one label (`remote`: 16 files, session 21;
-`remote-full`: the whole backend with `--remote-host-compile`, session 23, on two
-machines; `remote-full-s24`: the same on one machine, session 24): each worker count's
-wall from `<results>/LABEL-wN.json` and its trace from `<traces>/LABEL-wN.trace.jsonl.gz`
+Reads `scale_remote.sh`'s builds of one label, or of several whose worker counts differ
+(`remote`: 16 files, session 21; `remote-full`: the whole backend with
+`--remote-host-compile`, session 23, on two machines; `remote-full-s24`: the same on one
+machine, session 24; `remote-full-s25`: 8 workers, session 25): each worker count's wall
+from `<results>/LABEL-wN.json` and its trace from `<traces>/LABEL-wN.trace.jsonl.gz`
 (run.py's raw trace with only the fields the replay reads). For each N it prints the
 measured wall (run.py's, and the trace's first step to last, which the replay reproduces),
 the replay of that build's own trace on its N workers, and the projection of one trace
@@ -17,7 +19,10 @@ remote runs without their backend's queue (the workers' own seconds, or `--trace
 for traces without them), the round trip of each remote step beside it
 (`replay.round_trips` of the replayed trace over its steps that cannot have queued; none
 for traces without the workers' seconds) and the shared machine's stretch
-(`--shared-host`). `--png` draws the measured and projected walls.
+(`--shared-host`), its slowdown times `--stretch-scale`: 1 as the probe measured it, a
+number, or `fit`: for each N with a build, `replay.fit_scale` of the other builds' traces
+(the build projected to is not among those it was fitted to), for a count of `--also`, of
+all. `--png` draws the measured and projected walls.
 """
 
 from __future__ import annotations
@@ -49,7 +54,10 @@ def _wall(path: pathlib.Path) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="run.py remote-scale", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--label", default="remote", help="the builds' run.py label before -wN (default remote)"
+        "--label",
+        default="remote",
+        help="the builds' run.py label before -wN, or comma-separated labels whose worker "
+        "counts differ (default remote)",
     )
     p.add_argument("--results", type=pathlib.Path, default=HERE / "results")
     p.add_argument("--traces", type=pathlib.Path, default=REPO / "tests" / "data")
@@ -58,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=pathlib.Path,
         default=HERE / "results" / "full-64core-throughput.json",
         help="throughput.py --out of the machine the workers and the client shared",
+    )
+    p.add_argument(
+        "--stretch-scale",
+        default="1",
+        help="--shared-host's slowdown over the compile alone times this: a number >= 0, "
+        "or `fit`: fitted to the builds other than the one projected to (default 1)",
     )
     p.add_argument(
         "--from",
@@ -75,13 +89,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--files-at-once", type=int, default=16, help="run.py's --jobs (default 16)")
     p.add_argument("--png", type=pathlib.Path, help="write the chart here (needs matplotlib)")
     args = p.parse_args(argv)
-    traces = {
-        int(m.group(1)): path
-        for path in sorted(args.traces.glob(f"{args.label}-w*.trace.jsonl.gz"))
-        if (m := re.fullmatch(rf"{re.escape(args.label)}-w(\d+)\.trace\.jsonl\.gz", path.name))
-    }
+    traces: dict[int, pathlib.Path] = {}
+    results: dict[int, pathlib.Path] = {}
+    for label in (x.strip() for x in args.label.split(",") if x.strip()):
+        pattern = rf"{re.escape(label)}-w(\d+)\.trace\.jsonl\.gz"
+        found = [
+            (int(m.group(1)), path)
+            for path in sorted(args.traces.glob(f"{label}-w*.trace.jsonl.gz"))
+            if (m := re.fullmatch(pattern, path.name))
+        ]
+        if not found:
+            raise SystemExit(f"run.py remote-scale: no {label}-wN.trace.jsonl.gz in {args.traces}")
+        for n, path in found:
+            if n in traces:
+                raise SystemExit(
+                    f"run.py remote-scale: --label {args.label}: {n} workers twice "
+                    f"({traces[n].name}, {path.name}); expected labels whose counts differ"
+                )
+            traces[n] = path
+            results[n] = args.results / f"{label}-w{n}.json"
     if not traces:
-        raise SystemExit(f"run.py remote-scale: no {args.label}-wN.trace.jsonl.gz in {args.traces}")
+        raise SystemExit(f"run.py remote-scale: --label {args.label!r}: expected a label")
     source = args.source or max(traces)
     if source not in traces:
         raise SystemExit(f"run.py remote-scale: --from {source}: traces are for {sorted(traces)}")
@@ -93,7 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ) from None
     if any(n < 1 for n in also):
         raise SystemExit(f"run.py remote-scale: --also {args.also}: expected counts >= 1")
-    stretch = replay.Stretch.from_throughput(args.shared_host)
+    probe = replay.Stretch.from_throughput(args.shared_host)
+    scales = _scales(args.stretch_scale, probe, traces, also)
+    if args.stretch_scale == "fit":
+        print(
+            "stretch scale fitted to the other builds: "
+            + ", ".join(f"{n} workers {scales[n]:.2f}" for n in sorted(scales))
+        )
 
     @functools.cache  # the --from trace on its own count is that build's own replay
     def replayed(trace_of: int, workers: int, kinds: frozenset[str] | None = None) -> float:
@@ -101,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         procs = replay.load([path], trace_of)
         kinds = kinds or replay.remote_kinds_of([path])  # as the build ran them
         trips = replay.round_trips([path], trace_of)
+        stretch = probe.scaled(scales[workers])
         return replay.replay(
             procs, args.cores, "pid", workers, trips, args.files_at_once, stretch, kinds
         )
@@ -113,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             (
                 n,
-                _wall(args.results / f"{args.label}-w{n}.json"),
+                _wall(results[n]),
                 replay.measured([traces[n]]),
                 replayed(n, n),
                 replayed(source, n),
@@ -139,8 +174,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.png:
         files = len(replay.load([traces[source]]))
-        print(f"chart: {_plot(rows, source, files, args.png)}")
+        fitted = " (stretch fitted to the other builds)" if args.stretch_scale == "fit" else ""
+        print(f"chart: {_plot(rows, source, files, args.png, fitted)}")
     return 0
+
+
+def _scales(
+    value: str, probe: replay.Stretch, traces: dict[int, pathlib.Path], also: set[int]
+) -> dict[int, float]:
+    """`--stretch-scale` for each worker count projected to."""
+    counts = set(traces) | also
+    if value == "fit":
+        if len(traces) < 3:
+            raise SystemExit(
+                f"run.py remote-scale: --stretch-scale fit: {len(traces)} builds; fitting "
+                "each to the others needs 3 or more"
+            )
+        return {
+            n: replay.fit_scale(probe, [p for m, p in sorted(traces.items()) if m != n])
+            for n in counts
+        }
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = -1.0
+    if not 0 <= factor < float("inf"):
+        raise SystemExit(
+            f"run.py remote-scale: --stretch-scale {value}: expected a number >= 0 or `fit`"
+        )
+    return dict.fromkeys(counts, factor)
 
 
 def _plot(
@@ -148,6 +210,7 @@ def _plot(
     source: int,
     files: int,
     path: pathlib.Path,
+    fitted: str = "",
 ) -> str:
     try:
         import matplotlib
@@ -166,7 +229,7 @@ def _plot(
 
     series(2, "o-", "measured (trace span)")
     series(3, "s--", "replay of its own trace")
-    series(4, "^:", f"projected from the {source}-worker trace")
+    series(4, "^:", f"projected from the {source}-worker trace{fitted}")
     series(5, "v-.", "its own trace, remote kinds: cudafe++, cicc, ptxas, fatbinary")
     ax.set_xscale("log", base=2)
     ax.set_xticks(workers, [str(w) for w in workers])

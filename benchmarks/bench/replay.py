@@ -51,7 +51,9 @@ workers, 204 s at 8). `--shared-host` takes `throughput.py`'s measurement of tha
 (a compile's wall at k copies ÷ its wall alone), divides each step's seconds by the
 stretch at the number of steps under way around it in the trace and multiplies them by the
 stretch at the number under way when it starts in the replay. Workers of their own
-machines (a build farm) need neither.
+machines (a build farm) need neither. The probe's copies of one cicc-heavy compile slow
+each other about twice as much as a build's mixed steps do: `--stretch-scale` scales the
+slowdown (issue 31's whole-backend builds at 8-60 workers fit 0.55, `fit_scale`).
 
 Traces written before the deps were recorded get them from the kinds (nvcc 13's plan:
 cudafe++ after the host preprocess, cicc after its arch's device preprocess and cudafe++'s
@@ -125,6 +127,12 @@ class Stretch:
         if not by_k:
             raise SystemExit(f"run.py replay: {path}: no levels measured")
         return cls(tuple((k, sum(v) / len(v)) for k, v in sorted(by_k.items())))
+
+    def scaled(self, factor: float) -> Stretch:
+        """The same curve with its slowdown over the compile alone times `factor`
+        (`fit_scale`: the steps of a build slow each other less than the probe's copies
+        of one compile do)."""
+        return Stretch(tuple((k, 1 + factor * (s - 1)) for k, s in self.points))
 
 
 def remote_runs(
@@ -246,6 +254,16 @@ def tools_cpu(paths: Sequence[pathlib.Path]) -> float | None:
     return sum(used) if used else None
 
 
+def _spans(
+    records: Sequence[dict[str, Any]], trace_workers: int
+) -> tuple[dict[int, tuple[float, float]], dict[int, int]]:
+    """Each record's (start, end), a remote step's its run on a worker (`remote_runs`),
+    and how many steps, the client's and the workers', were under way at its middle."""
+    runs = remote_runs(records, trace_workers)
+    spans = {i: runs.get(i, (r["start"], r["end"])) for i, r in enumerate(records)}
+    return spans, _at_once(spans)
+
+
 def load(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> list[Process]:
     """The traces' processes (one per pid and source), times from the earliest step; a
     remote-exec step's seconds its run on a worker of `trace_workers` (`remote_runs`)."""
@@ -254,9 +272,7 @@ def load(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> list[Process]
         records += steps_of(path)
     if not records:
         raise SystemExit("run.py replay: the traces hold no steps")
-    runs = remote_runs(records, trace_workers)
-    spans = {i: runs.get(i, (r["start"], r["end"])) for i, r in enumerate(records)}
-    at_once = _at_once(spans)
+    spans, at_once = _spans(records, trace_workers)
     for i, (begin, _) in spans.items():
         records[i] = {**records[i], "start": begin, "beside": at_once[i]}
     t0 = min(r["start"] for r in records)
@@ -536,6 +552,35 @@ def round_trips(paths: Sequence[pathlib.Path], trace_workers: int = 0) -> dict[s
     }
 
 
+def fit_scale(stretch: Stretch, builds: Sequence[pathlib.Path]) -> float:
+    """The factor for `Stretch.scaled` under which builds of the same files on different
+    worker counts (one trace each, on one kind of machine) did the same work: each
+    build's remote steps' seconds on their workers (`worker_s`), each divided by the
+    scaled stretch at the steps under way around it, summed; the factor of 0 to 1.5
+    (in steps of 0.01) whose sums spread least (standard deviation ÷ mean). Issue 31's
+    whole-backend builds at 8, 16, 32 and 60 workers: 0.55 (the probe, one cicc-heavy
+    compile at k copies, slows itself about twice as much as a build's mixed steps)."""
+    runs = []
+    for path in builds:
+        records = steps_of(path)
+        _, at_once = _spans(records, 0)
+        pairs = [(r["worker_s"], at_once[i]) for i, r in enumerate(records) if r.get("worker_s")]
+        if pairs:
+            runs.append(pairs)
+    if len(runs) < 2:
+        raise SystemExit(
+            "run.py: fitting the stretch needs two builds or more whose traces have their "
+            f"remote steps' worker seconds (worker_s); {len(runs)} of {len(builds)} have"
+        )
+
+    def spread(factor: float) -> float:
+        curve = stretch.scaled(factor)
+        sums = [sum(s / curve.at(k) for s, k in pairs) for pairs in runs]
+        return statistics.pstdev(sums) / statistics.mean(sums)
+
+    return min((spread(f / 100), f / 100) for f in range(151))[1]
+
+
 def measured(paths: Sequence[pathlib.Path]) -> float:
     records = []
     for path in paths:
@@ -590,6 +635,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "down with the runs beside them as measured there",
     )
     p.add_argument(
+        "--stretch-scale",
+        type=float,
+        default=1.0,
+        help="--shared-host's slowdown over the compile alone times this (default 1: as "
+        "measured; issue 31's builds fit 0.55: `run.py remote-scale --stretch-scale fit`)",
+    )
+    p.add_argument(
         "--rules",
         default=",".join(RULES),
         help=f"comma-separated rules to replay (default: {','.join(RULES)})",
@@ -618,7 +670,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"--overhead {args.overhead}: expected seconds >= 0 or `traced`")
     if min(args.workers, args.files_at_once, args.trace_workers) < 0:
         p.error("--workers, --files-at-once, --trace-workers: expected numbers >= 0")
-    stretch = Stretch.from_throughput(args.shared_host) if args.shared_host else None
+    if not math.isfinite(args.stretch_scale) or args.stretch_scale < 0:
+        p.error(f"--stretch-scale {args.stretch_scale}: expected a number >= 0")
+    stretch = None
+    if args.shared_host:
+        stretch = Stretch.from_throughput(args.shared_host).scaled(args.stretch_scale)
     procs = load(args.traces, args.trace_workers)
     if args.remote_kinds == "traced":
         kinds = remote_kinds_of(args.traces)
