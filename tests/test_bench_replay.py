@@ -93,6 +93,13 @@ def test_bad_rules_and_cores_are_named(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         replay.main([str(trace), "--cores", "0"])
     assert "--cores 0" in capsys.readouterr().err
+    for scale, said in (
+        ("-1", "--stretch-scale -1.0: expected a number >= 0"),
+        ("0.5", "--stretch-scale 0.5: scales --shared-host's stretch"),
+    ):
+        with pytest.raises(SystemExit):
+            replay.main([str(trace), "--stretch-scale", scale])
+        assert said in capsys.readouterr().err
     assert replay.main([str(trace), "--cores", "2"]) == 0
     assert "| known | 1.0 | 1.000 |" in capsys.readouterr().out
 

@@ -672,6 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--workers, --files-at-once, --trace-workers: expected numbers >= 0")
     if not math.isfinite(args.stretch_scale) or args.stretch_scale < 0:
         p.error(f"--stretch-scale {args.stretch_scale}: expected a number >= 0")
+    if args.stretch_scale != 1 and not args.shared_host:
+        p.error(f"--stretch-scale {args.stretch_scale}: scales --shared-host's stretch; give both")
     stretch = None
     if args.shared_host:
         stretch = Stretch.from_throughput(args.shared_host).scaled(args.stretch_scale)
