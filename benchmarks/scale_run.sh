@@ -64,19 +64,22 @@ for g in "${groups[@]}"; do
   seen[$g]=$((${seen[$g]:-0} + 1))
   name=$label-$g
   [ "${seen[$g]}" -eq 1 ] || name=$name-r${seen[$g]}
+  # The repeat's number in its results, so that `run.py --merge` of a group's runs counts
+  # them as repeats (medians over all), not as one repeat measured twice.
+  nth=(--label "$name" --first-repeat $((${seen[$g]} - 1)))
   echo "$g start $(date -u +%T) ($name)"
   case $g in
     # nvcc -t 5: a file per core, its 5 threads filling the tail (no sweep: README).
-    nvcc-t) "${run[@]}" --configs nvcc-t --jobs "$cores" --label "$name" ;;
-    nvcc) "${run[@]}" --configs nvcc --jobs "$best" --label "$name" ;;
+    nvcc-t) "${run[@]}" --configs nvcc-t --jobs "$cores" "${nth[@]}" ;;
+    nvcc) "${run[@]}" --configs nvcc --jobs "$best" "${nth[@]}" ;;
     # nvcc-split: two files a core waiting, the steps of all of them on the slot pool
     # (one slot per core), as on 16 cores (--jobs 32 there).
     # The pool sized to the probe's best level ($CUDA_SPLIT_SLOTS; nproc where that is
     # the best), not to nproc.
     split) CUDA_SPLIT_SLOTS=$best "${run[@]}" --configs split,split-log --jobs $((2 * cores)) \
-      --label "$name" ;;
+      "${nth[@]}" ;;
     split-cold) CUDA_SPLIT_SLOTS=$best "${run[@]}" --configs split --jobs $((2 * cores)) \
-      --label "$name" ;;
+      "${nth[@]}" ;;
   esac
   echo "$g end $(date -u +%T)"
 done

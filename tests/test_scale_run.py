@@ -51,6 +51,8 @@ def test_alternating_repeats_get_labels_of_their_own(tmp_path: pathlib.Path) -> 
         "lbl-split-cold-r2",
         "lbl-nvcc",
     ]
+    repeats = [c.split("--first-repeat ")[1].split()[0] for c in calls if "run.py" in c]
+    assert repeats == ["0", "0", "1", "1", "0"]  # run.py --merge: repeats, not duplicates
     split = [c for c in calls if "lbl-split-cold" in c]
     # split-cold is the cold build alone (no split-log), on BEST's slots.
     assert all("--configs split " in c and c.startswith("slots=48 ") for c in split), split
