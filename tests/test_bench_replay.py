@@ -346,8 +346,12 @@ def test_a_fitted_stretch_scale_makes_two_builds_the_same_work(tmp_path):
     alone = build("alone.jsonl", [(i * 11.0, 10.0) for i in range(16)])
     together = build("together.jsonl", [(0.0, 11.0)] * 16)
     assert replay.fit_scale(probe, [alone, together]) == 0.5
-    with pytest.raises(SystemExit, match="needs two builds or more .* 1 of 1 have"):
+    with pytest.raises(SystemExit, match="needs two builds or more .* 1 of 1 have$"):
         replay.fit_scale(probe, [alone])
+    local = tmp_path / "local.jsonl"  # a build without the workers' seconds is named
+    local.write_text(json.dumps({"pid": 1, "src": "f.cu", "step": "cicc", "start": 0, "end": 1}))
+    with pytest.raises(SystemExit, match=r"1 of 2 have \(none in local\.jsonl\)"):
+        replay.fit_scale(probe, [alone, local])
 
 
 # The whole backend (144 files, 5 archs) with `--remote-host-compile`: session 23's 60

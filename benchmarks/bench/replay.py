@@ -3,6 +3,7 @@
     python3 benchmarks/run.py replay TRACE.jsonl [TRACE.jsonl ...] [--cores 16]
         [--workers N --overhead S|traced --files-at-once J]   # a remote build on N workers
         [--trace-workers M] [--shared-host THROUGHPUT.json]   # (see "Remote traces")
+        [--stretch-scale C]
 
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
 
@@ -561,16 +562,20 @@ def fit_scale(stretch: Stretch, builds: Sequence[pathlib.Path]) -> float:
     whole-backend builds at 8, 16, 32 and 60 workers: 0.55 (the probe, one cicc-heavy
     compile at k copies, slows itself about twice as much as a build's mixed steps)."""
     runs = []
+    without = []
     for path in builds:
         records = steps_of(path)
         _, at_once = _spans(records, 0)
         pairs = [(r["worker_s"], at_once[i]) for i, r in enumerate(records) if r.get("worker_s")]
         if pairs:
             runs.append(pairs)
+        else:
+            without.append(path.name)
     if len(runs) < 2:
         raise SystemExit(
             "run.py: fitting the stretch needs two builds or more whose traces have their "
             f"remote steps' worker seconds (worker_s); {len(runs)} of {len(builds)} have"
+            + (f" (none in {', '.join(without)})" if without else "")
         )
 
     def spread(factor: float) -> float:
