@@ -322,7 +322,7 @@ def test_a_remote_steps_round_trip_holds_no_worker(tmp_path, capsys):
         assert f"--overhead {bad}: expected seconds" in capsys.readouterr().err
 
 
-def test_a_fitted_stretch_scale_makes_two_builds_the_same_work(tmp_path):
+def test_a_fitted_stretch_scale_makes_two_builds_the_same_work(tmp_path, capsys):
     """Two builds of 16 steps, one a step at a time (10 s each), one all at once, each
     step taking 1 + 0.5 × the probe's slowdown at 16: the fit finds 0.5, and needs two
     builds with the workers' seconds."""
@@ -346,6 +346,10 @@ def test_a_fitted_stretch_scale_makes_two_builds_the_same_work(tmp_path):
     alone = build("alone.jsonl", [(i * 11.0, 10.0) for i in range(16)])
     together = build("together.jsonl", [(0.0, 11.0)] * 16)
     assert replay.fit_scale(probe, [alone, together]) == 0.5
+    assert not capsys.readouterr().err
+    slower = build("slower.jsonl", [(0.0, 14.0)] * 16)  # 2 × the probe: beyond the range
+    assert replay.fit_scale(probe, [alone, slower]) == 1.5
+    assert "the stretch fit is 1.5, the end of its range" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="needs two builds or more .* 1 of 1 have$"):
         replay.fit_scale(probe, [alone])
     local = tmp_path / "local.jsonl"  # a build without the workers' seconds is named

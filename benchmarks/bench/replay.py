@@ -72,6 +72,7 @@ import json
 import math
 import pathlib
 import statistics
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -558,7 +559,8 @@ def fit_scale(stretch: Stretch, builds: Sequence[pathlib.Path]) -> float:
     worker counts (one trace each, on one kind of machine) did the same work: each
     build's remote steps' seconds on their workers (`worker_s`), each divided by the
     scaled stretch at the steps under way around it, summed; the factor of 0 to 1.5
-    (in steps of 0.01) whose sums spread least (standard deviation ÷ mean). Issue 31's
+    (in steps of 0.01) whose sums spread least (standard deviation ÷ mean), with a
+    warning at either end of that range. Issue 31's
     whole-backend builds at 8, 16, 32 and 60 workers: 0.55 (the probe, one cicc-heavy
     compile at k copies, slows itself about twice as much as a build's mixed steps)."""
     runs = []
@@ -583,7 +585,14 @@ def fit_scale(stretch: Stretch, builds: Sequence[pathlib.Path]) -> float:
         sums = [sum(s / curve.at(k) for s, k in pairs) for pairs in runs]
         return statistics.pstdev(sums) / statistics.mean(sums)
 
-    return min((spread(f / 100), f / 100) for f in range(151))[1]
+    best = min((spread(f / 100), f / 100) for f in range(151))[1]
+    if best in (0.0, 1.5):  # the least spread may lie beyond: say so rather than hide it
+        print(
+            f"run.py: the stretch fit is {best}, the end of its range (0 to 1.5): these "
+            "builds' work may agree better beyond it",
+            file=sys.stderr,
+        )
+    return best
 
 
 def measured(paths: Sequence[pathlib.Path]) -> float:
