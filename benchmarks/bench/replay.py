@@ -560,9 +560,9 @@ def fit_scale(stretch: Stretch, builds: Sequence[pathlib.Path]) -> float:
     build's remote steps' seconds on their workers (`worker_s`), each divided by the
     scaled stretch at the steps under way around it, summed; the factor of 0 to 1.5
     (in steps of 0.01) whose sums spread least (standard deviation ÷ mean), with a
-    warning at either end of that range. Issue 31's
-    whole-backend builds at 8, 16, 32 and 60 workers: 0.55 (the probe, one cicc-heavy
-    compile at k copies, slows itself about twice as much as a build's mixed steps)."""
+    warning at either end of that range. Issue 31's whole-backend builds at 8, 16, 32
+    and 60 workers: 0.55 (the probe, one cicc-heavy compile at k copies, slows itself
+    about twice as much as a build's mixed steps)."""
     runs = []
     without = []
     for path in builds:
