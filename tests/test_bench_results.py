@@ -25,7 +25,7 @@ def _body(md: str) -> list[str]:
     return [x for x in md[min(starts) :].splitlines() if not x.startswith("Chart:")]
 
 
-@pytest.mark.parametrize("label", ["s16-sample6-16core-c1", "light-2core-s15"])
+@pytest.mark.parametrize("label", ["s16-sample6-16core-c1", "light-2core-s15", "full-64core-med"])
 def test_a_committed_summary_gives_its_committed_report(label: str) -> None:
     summary = json.loads((RESULTS / f"{label}.json").read_text())
     assert results.is_summary(summary) and "measurements" not in summary
