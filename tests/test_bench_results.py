@@ -25,7 +25,10 @@ def _body(md: str) -> list[str]:
     return [x for x in md[min(starts) :].splitlines() if not x.startswith("Chart:")]
 
 
-@pytest.mark.parametrize("label", ["s16-sample6-16core-c1", "light-2core-s15", "full-64core-med"])
+@pytest.mark.parametrize(
+    "label",
+    ["s16-sample6-16core-c1", "light-2core-s15", "full-64core-med", "full-64core-nvcc-med"],
+)
 def test_a_committed_summary_gives_its_committed_report(label: str) -> None:
     summary = json.loads((RESULTS / f"{label}.json").read_text())
     assert results.is_summary(summary) and "measurements" not in summary
@@ -127,6 +130,26 @@ def test_a_run_writes_the_summary_beside_its_raw_file_which_merge_reads(tmp_path
     (out / "x.json").write_text('{"rows": []}')
     with pytest.raises(SystemExit, match="x.json: not a `run.py compare` result"):
         results.load_full(out / "x.json")
+
+
+def test_a_merge_of_unequal_repeats_counts_each_configs_builds() -> None:
+    # Plain nvcc twice beside one nvcc -t (full-64core-nvcc-med): the header's "2" is not
+    # every row's, so each row of scenario 1 says its number of builds.
+    ms = [
+        _measurement("1", "nvcc", "full", 0, wall_s=10.0, cpu_s=19.0),
+        _measurement("1", "nvcc-t", "full", 0, wall_s=8.0, cpu_s=24.0),
+        _measurement("1", "nvcc", "full", 1, wall_s=12.0, cpu_s=21.0),
+    ]
+    meta = {"label": "m", "machine": {"cores": 2}, "archs": ["sm_80", "sm_90"], "jobs": 2}
+    rows = report.render_markdown({"meta": meta, "measurements": ms}).splitlines()
+    assert "| nvcc | 11.0 | 20.0 | 1.000 | — | wall 10.0–12.0 |" in rows  # one run: no count
+    merged = report.render_markdown(
+        {"meta": meta | {"merged_from": ["a.json", "b.json"]}, "measurements": ms}
+    ).splitlines()
+    assert "| nvcc | 11.0 | 20.0 | 1.000 | — | 2 builds; wall 10.0–12.0 |" in merged
+    assert "| nvcc-t | 8.0 | 24.0 | 1.200 | — | 1 build |" in merged
+    assert any(x.startswith("- repeats measured: up to 2 (scenarios 1, 3)") for x in merged)
+    assert not any("up to" in x for x in rows)
 
 
 def test_run_py_summary_rewrites_a_full_result_and_keeps_it_in_raw(tmp_path) -> None:

@@ -49,7 +49,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     lines = [
         *header(summary, meta),
         *targets_section(a, meta),
-        *scenario_1(a["s1"]),
+        *scenario_1(a["s1"], merged=bool(meta.get("merged_from"))),
         *scenario_2(a["s2"], meta),
         *scenario_3(a["s3"], meta),
         *overhead(a["s1"], a["s2"], n_sources(corpus)),
@@ -102,9 +102,14 @@ def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         + split_load_note(meta)
         + f"; nvcc -t {len(meta.get('archs', []))}"
     )
+    unequal = (
+        meta.get("merged_from")
+        and len({d.get("n") for d in summary["analysis"]["s1"].values()}) > 1
+    )
     L.append(
-        f"- repeats measured: {summary['repeats']['1,3']} (scenarios 1, 3), "
-        f"{summary['repeats']['2']} (scenario 2); medians, range in brackets"
+        f"- repeats measured: {'up to ' if unequal else ''}{summary['repeats']['1,3']} "
+        f"(scenarios 1, 3), {summary['repeats']['2']} (scenario 2); medians, range in "
+        "brackets" + ("; each config's count in scenario 1's notes" if unequal else "")
     )
     if meta.get("bazel_targets"):
         L.append(
@@ -140,8 +145,10 @@ def targets_section(a: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     return L
 
 
-def scenario_1(s1: dict[str, Any]) -> list[str]:
-    """Scenario 1: wall, CPU (and its ratio to plain nvcc's) and peak RSS per config."""
+def scenario_1(s1: dict[str, Any], merged: bool = False) -> list[str]:
+    """Scenario 1: wall, CPU (and its ratio to plain nvcc's) and peak RSS per config; in
+    runs merged from several (--merge) whose configs have unequal numbers of builds, each
+    row's number (the medians' count: a cold build of scenario 3 counts too)."""
     if not s1:
         return []
     L = ["## 1. Whole corpus, full parallelism\n"]
@@ -153,11 +160,12 @@ def scenario_1(s1: dict[str, Any]) -> list[str]:
     L.append("| config | wall s | CPU s | CPU ÷ nvcc | peak RSS MiB | notes |")
     L.append("|---|---|---|---|---|---|")
     base = s1.get("nvcc", {}).get("cpu_s", (None,))[0]
+    mixed = merged and len({d.get("n") for d in s1.values()}) > 1
     for config, d in s1.items():
         w, wr = d["wall_s"]
         c, cr = d["cpu_s"]
         ratio = f"{c / base:.3f}" if c and base and not config.startswith("bazel") else "—"
-        notes = []
+        notes = [f"{d['n']} build{'s' if d['n'] != 1 else ''}"] if mixed else []
         if wr:
             notes.append(f"wall {wr}")
         if d.get("server_cpu_s") is not None:
