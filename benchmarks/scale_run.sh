@@ -18,7 +18,7 @@
 # 20). Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default
 # /tmp/devout), every measurement to $OUT_DIR/raw/; logs and traces to /tmp/raw.
 set -u
-label=${1:?usage: scale_run.sh LABEL [nvcc-t|split|nvcc ...]}
+label=${1:?usage: scale_run.sh LABEL [nvcc-t|split|split-cold|nvcc ...]}
 shift
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(nvcc-t split nvcc)

@@ -49,7 +49,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     lines = [
         *header(summary, meta),
         *targets_section(a, meta),
-        *scenario_1(a["s1"], merged=bool(meta.get("merged_from"))),
+        *scenario_1(a["s1"], count_builds=unequal_builds(a, meta)),
         *scenario_2(a["s2"], meta),
         *scenario_3(a["s3"], meta),
         *overhead(a["s1"], a["s2"], n_sources(corpus)),
@@ -102,10 +102,7 @@ def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         + split_load_note(meta)
         + f"; nvcc -t {len(meta.get('archs', []))}"
     )
-    unequal = (
-        meta.get("merged_from")
-        and len({d.get("n") for d in summary["analysis"]["s1"].values()}) > 1
-    )
+    unequal = unequal_builds(summary["analysis"], meta)
     L.append(
         f"- repeats measured: {'up to ' if unequal else ''}{summary['repeats']['1,3']} "
         f"(scenarios 1, 3), {summary['repeats']['2']} (scenario 2); medians, range in "
@@ -145,10 +142,16 @@ def targets_section(a: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     return L
 
 
-def scenario_1(s1: dict[str, Any], merged: bool = False) -> list[str]:
-    """Scenario 1: wall, CPU (and its ratio to plain nvcc's) and peak RSS per config; in
-    runs merged from several (--merge) whose configs have unequal numbers of builds, each
-    row's number (the medians' count: a cold build of scenario 3 counts too)."""
+def unequal_builds(a: dict[str, Any], meta: dict[str, Any]) -> bool:
+    """Whether a result merged from several runs (--merge) has configs with unequal
+    numbers of builds in scenario 1 (the medians' count: a cold build of scenario 3
+    counts too), so that the header's repeat count is not every row's."""
+    return bool(meta.get("merged_from")) and len({d.get("n") for d in a["s1"].values()}) > 1
+
+
+def scenario_1(s1: dict[str, Any], count_builds: bool = False) -> list[str]:
+    """Scenario 1: wall, CPU (and its ratio to plain nvcc's) and peak RSS per config;
+    with `count_builds` (`unequal_builds`), each row's number of builds."""
     if not s1:
         return []
     L = ["## 1. Whole corpus, full parallelism\n"]
@@ -160,12 +163,11 @@ def scenario_1(s1: dict[str, Any], merged: bool = False) -> list[str]:
     L.append("| config | wall s | CPU s | CPU ÷ nvcc | peak RSS MiB | notes |")
     L.append("|---|---|---|---|---|---|")
     base = s1.get("nvcc", {}).get("cpu_s", (None,))[0]
-    mixed = merged and len({d.get("n") for d in s1.values()}) > 1
     for config, d in s1.items():
         w, wr = d["wall_s"]
         c, cr = d["cpu_s"]
         ratio = f"{c / base:.3f}" if c and base and not config.startswith("bazel") else "—"
-        notes = [f"{d['n']} build{'s' if d['n'] != 1 else ''}"] if mixed else []
+        notes = [f"{d['n']} build{'s' if d['n'] != 1 else ''}"] if count_builds else []
         if wr:
             notes.append(f"wall {wr}")
         if d.get("server_cpu_s") is not None:
