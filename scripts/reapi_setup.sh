@@ -4,7 +4,13 @@
 #      cluster on 127.0.0.1, never the system service), and util-linux's unshare/setpriv;
 #   2. BuildGrid and its dependencies, pinned in scripts/reapi-requirements.txt, in the
 #      virtual environment .cache/reapi-venv (not the interpreter the tests run with).
-# Idempotent: does nothing when both are in place. scripts/setup.sh runs it.
+# Idempotent: does nothing when both are in place. scripts/setup.sh runs it, in two parts
+# (`--apt`, then `--buildgrid` beside its own steps: pip waits on the registry most of the
+# time, and two apt-get runs at once would fight over dpkg's lock).
+#
+#   bash scripts/reapi_setup.sh               both
+#   bash scripts/reapi_setup.sh --apt         only the apt packages (1.)
+#   bash scripts/reapi_setup.sh --buildgrid   only BuildGrid's virtual environment (2.)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,5 +55,12 @@ install_buildgrid() {
     echo "$want" >"$stamp"
 }
 
-install_apt_packages
-install_buildgrid
+case "${1:-}" in
+"") install_apt_packages && install_buildgrid ;;
+--apt) install_apt_packages ;;
+--buildgrid) install_buildgrid ;;
+*)
+    log "unknown argument '$1'; accepted: --apt, --buildgrid (or none: both)"
+    exit 2
+    ;;
+esac

@@ -360,6 +360,15 @@ elif [[ $# -gt 0 ]]; then
 fi
 
 install_apt_packages
+# --- REAPI test backend (tests/reapi/, scripts/reapi_backend.sh): postgresql-15 and
+# BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone. Its apt
+# packages now (one apt-get at a time); BuildGrid's pip install (about 70 packages, 20-40 s
+# on a fresh machine, mostly waiting on the registry) beside the steps below.
+bash "$ROOT/scripts/reapi_setup.sh" --apt
+bash "$ROOT/scripts/reapi_setup.sh" --buildgrid &
+buildgrid_pid=$!
+# A step below that fails stops set-up: so does BuildGrid's install (pip, its child).
+trap 'pkill -P "$buildgrid_pid" 2>/dev/null; kill "$buildgrid_pid" 2>/dev/null || true' EXIT
 make_venv
 find_sdk_root
 download_cuda_wheels
@@ -373,8 +382,10 @@ make_remote_coverage_tools
 write_bazelrc_user
 build_starlark
 install_buildifier
-# --- REAPI test backend (tests/reapi/, scripts/reapi_backend.sh): postgresql-15 and
-# BuildGrid in .cache/reapi-venv. Its own script, so that it can be run alone.
-bash "$ROOT/scripts/reapi_setup.sh"
+trap - EXIT
+wait "$buildgrid_pid" || {
+    log "error: installing BuildGrid failed (its output is above); set-up is not complete"
+    exit 1
+}
 
 log "ready (Bazel's SDK: @cuda from .cache/cuda-wheels; outside Bazel: CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"

@@ -159,3 +159,39 @@ def test_readme_starts_with_the_two_commands_and_says_how_to_reach_the_tools() -
     commands = [ln.split("#")[0].strip() for ln in readme.splitlines() if ln.startswith("    ")]
     assert commands[:2] == ["bash scripts/examples.sh", "bash scripts/test.sh"]
     assert "source .venv/bin/activate" in readme and ".venv/bin/nvcc-split" in readme
+
+
+REAPI_SETUP = REPO / "scripts" / "reapi_setup.sh"
+
+
+def test_reapi_setup_refuses_an_unknown_part_naming_the_accepted_ones() -> None:
+    proc = subprocess.run(
+        ["bash", str(REAPI_SETUP), "--bogus"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        "reapi_setup.sh: unknown argument '--bogus'; accepted: --apt, --buildgrid (or none: both)\n"
+    )
+
+
+# The whole set-up, which is a second's no-op on a set-up checkout but for BuildGrid's venv,
+# sent to a path that cannot be made: its install runs beside set-up's other steps, and
+# its failure must still fail set-up, after them, naming it.
+@pytest.mark.nvcc
+def test_setup_fails_when_the_buildgrid_install_beside_it_fails(tmp_path: pathlib.Path) -> None:
+    if not (REPO / ".sdk").is_dir():
+        pytest.fail("no .sdk/: run `bash scripts/setup.sh`")
+    venv = "/proc/no-such-dir/reapi-venv"
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "CUDA_SPLIT_REAPI_VENV": venv},
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "setup.sh: error: installing BuildGrid failed" in lines[-1], proc.stderr
+    assert not any(line.startswith("setup.sh: ready") for line in lines), proc.stderr
+    assert f"installing BuildGrid (scripts/reapi-requirements.txt) into {venv}" in proc.stderr
