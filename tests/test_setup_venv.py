@@ -178,7 +178,7 @@ def test_reapi_setup_refuses_an_unknown_part_naming_the_accepted_ones() -> None:
 # sent to a path that cannot be made: its install runs beside set-up's other steps, and
 # its failure must still fail set-up, after them, naming it.
 @pytest.mark.nvcc
-def test_setup_fails_when_the_buildgrid_install_beside_it_fails(tmp_path: pathlib.Path) -> None:
+def test_setup_fails_when_the_buildgrid_install_beside_it_fails() -> None:
     if not (REPO / ".sdk").is_dir():
         pytest.fail("no .sdk/: run `bash scripts/setup.sh`")
     venv = "/proc/no-such-dir/reapi-venv"
