@@ -632,6 +632,31 @@ def test_no_fallback_to_the_machines_sdk_unless_asked(ws: Workspace) -> None:
     assert f"# SDK: {local} (found by: $CUDA_PATH)" in build
 
 
+@pytest.mark.bazel
+def test_local_sdk_replaces_the_wheels_when_named(ws: Workspace, sdk: pathlib.Path) -> None:
+    """$CUDA_SPLIT_LOCAL_SDK: a machine without a registry (the GPU machine) uses its own
+    SDK (here set-up's, outside any output base); nothing is downloaded (offline_cuda's
+    URLs lead nowhere), and a bad value is refused by name."""
+    local = sdk
+    no_cache = ["--repository_cache=", f"--repo_env={SDK_CACHE}="]
+    ws.bazel("build", f"--repo_env=CUDA_SPLIT_LOCAL_SDK={local}", *no_cache, "@offline_cuda//:nvcc")
+    build = (ws.external("offline_cuda") / "BUILD.bazel").read_text()
+    assert f"# SDK: {local} (found by: $CUDA_SPLIT_LOCAL_SDK)" in build
+    assert (ws.external("offline_cuda") / "bin" / "nvcc").resolve() == (
+        local / "bin" / "nvcc"
+    ).resolve()
+
+    for value, why in [
+        ("rel/sdk", "not an absolute path"),
+        (str(ws.root), "no bin/nvcc there"),
+    ]:
+        proc = ws.bazel(
+            "build", f"--repo_env=CUDA_SPLIT_LOCAL_SDK={value}", "@offline_cuda//:nvcc", check=False
+        )
+        assert proc.returncode != 0
+        assert f"CUDA_SPLIT_LOCAL_SDK={value}: {why}" in proc.stderr, proc.stderr[-2000:]
+
+
 SDK_CACHE = "CUDA_SPLIT_SDK_CACHE"
 
 

@@ -29,6 +29,7 @@ load(
     "DEFAULT_SDK_PATHS",
     "configure_sdk_repository",
     "find_local_sdk",
+    "parse_nvcc_version",
 )
 
 # Where the downloaded SDK lies inside the repository; the repository root gets symlinks
@@ -38,6 +39,11 @@ _SDK_DIR = "sdk"
 # An absolute directory of unpacked SDKs shared by every output base (`--repo_env`):
 # each version's tree is unpacked once and hard-linked into each repository (docs/sdk.md).
 SDK_CACHE_ENV = "CUDA_SPLIT_SDK_CACHE"
+
+# An absolute SDK directory on this machine used in place of the wheels (`--repo_env`), for
+# a machine that reaches no registry but has the same CUDA version installed, e.g. a GPU
+# machine whose /usr/local/cuda holds cuBLAS, too large to carry there as wheels.
+LOCAL_SDK_ENV = "CUDA_SPLIT_LOCAL_SDK"
 
 # gcc's `#pragma once` takes two equal headers for one file only when their mtimes are
 # equal too, and CCCL ships equal headers: one mtime for the whole SDK (as
@@ -330,7 +336,32 @@ def _table(rctx):
         return json.decode(rctx.read(rctx.attr.table))
     return CUDA_VERSIONS
 
+def _use_local_sdk(rctx, sdk_path):
+    """Configures the repository as the SDK at `sdk_path` ($CUDA_SPLIT_LOCAL_SDK)."""
+    setting = "%s=%s" % (LOCAL_SDK_ENV, sdk_path)
+    if not sdk_path.startswith("/"):
+        _fail(rctx, setting + ": not an absolute path; name the SDK's directory (the one " +
+                    "holding bin/nvcc), e.g. /usr/local/cuda")
+    nvcc = rctx.path(sdk_path + "/bin/nvcc")
+    if not nvcc.exists:
+        _fail(rctx, setting + ": no bin/nvcc there; name the SDK's directory (the one " +
+                    "holding bin/nvcc), e.g. /usr/local/cuda")
+    result = rctx.execute([str(nvcc), "--version"])
+    found = parse_nvcc_version(result.stdout)
+    if found.split(".")[:2] != rctx.attr.version.split(".")[:2]:
+        _fail(rctx, "%s: its nvcc is CUDA %s, this repository is CUDA %s; name an SDK of %s " % (
+            setting,
+            found or "of unknown version (exit %d)" % result.return_code,
+            rctx.attr.version,
+            rctx.attr.version,
+        ) + "or unset the variable to use the wheels")
+    configure_sdk_repository(rctx, sdk_path, "$" + LOCAL_SDK_ENV)
+
 def _cuda_wheel_sdk_repository_impl(rctx):
+    local = rctx.os.environ.get(LOCAL_SDK_ENV, "")
+    if local:
+        _use_local_sdk(rctx, local)
+        return
     machine = rctx.execute(["uname", "-m"]).stdout.strip()
     platform = host_platform(rctx.os.name, machine)
     plan, err = download_plan(
@@ -484,7 +515,10 @@ components it needs at link time. The targets are those of `cuda_sdk_repository`
 on the targets of what it needs.
 
 With `--repo_env=CUDA_SPLIT_SDK_CACHE=DIR` (absolute), the unpacked tree is kept in `DIR`
-and hard-linked into every later fetch of the same wheels, in any output base (docs/sdk.md).""",
+and hard-linked into every later fetch of the same wheels, in any output base (docs/sdk.md).
+With `--repo_env=CUDA_SPLIT_LOCAL_SDK=DIR` (absolute), the SDK installed at `DIR` (same
+major.minor version) is used instead and nothing is downloaded: for a machine without a
+registry, such as a GPU test machine with /usr/local/cuda.""",
     attrs = {
         "version": attr.string(
             doc = "The CUDA version, a key of the table (%s)." % ", ".join(
@@ -522,7 +556,7 @@ and hard-linked into every later fetch of the same wheels, in any output base (d
                   "`cuda_sdk_repository` finds one (`$CUDA_PATH`, ..., /usr/local/cuda).",
         ),
     },
-    environ = [SDK_CACHE_ENV],
+    environ = [SDK_CACHE_ENV, LOCAL_SDK_ENV],
 )
 
 def _hub_build_file(hub, versions, default_version, flag, exec_constraints):
