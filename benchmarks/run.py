@@ -213,7 +213,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="",
         metavar="I/N",
         help="only every N-th ggml file from the I-th (and the examples with "
-        "I=1): a run too long for one sitting, in N parts; --merge adds them up",
+        "I=1): a run too long for one command, in N parts; --merge adds them up",
     )
     p.add_argument(
         "--merge",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole ggml CUDA backend on the device machine, one configuration after the other
-# (issue 31 item 1; benchmarks/README.md, "The 32-core run"): the machine's throughput
+# (benchmarks/README.md, "Running it"): the machine's throughput
 # (throughput.py), then nvcc -t, nvcc-split's cold build followed by split-log (the
 # rebuild whose cache holds only the cold build's durations), and plain nvcc, each a
 # run.py of its own because their --jobs differ. Meant to run in the background across
@@ -14,9 +14,9 @@
 # holds the probe and two builds at most). A group named again is a repeat, labelled
 # LABEL-GROUP-r2, -r3, ...: alternating repeats are `nvcc-t split-cold nvcc-t split-cold`.
 # nvcc-split's slot pool and plain nvcc's files at once get the probe's best level; with
-# BEST=N the probe is not run and N is that level (the 64-core machine's was 64, session
-# 20). Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default
-# /tmp/devout), every measurement to $OUT_DIR/raw/; logs and traces to /tmp/raw.
+# BEST=N the probe is not run and N is that level (the 64-core machine's is 64).
+# Results (run.py's summaries, the throughput JSON) go to $OUT_DIR (default /tmp/devout),
+# every measurement to $OUT_DIR/raw/; logs and traces to /tmp/raw.
 set -u
 label=${1:?usage: scale_run.sh LABEL [nvcc-t|split|split-cold|nvcc ...]}
 shift

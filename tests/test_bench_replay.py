@@ -151,7 +151,7 @@ def test_a_remote_build_runs_its_remote_kinds_on_workers_beside_the_clients_core
 
 
 # nvcc-split's cold build of ggml's whole backend (144 files, 5 archs) on the 64-core
-# device machine, 64 slots (benchmarks/README.md, "The 64-core run"): its trace, only the
+# device machine, 64 slots (benchmarks/README.md, `compare`): its trace, only the
 # fields the replay reads, times from the first step.
 TRACE_64 = REPO / "tests" / "data" / "full-64core-split-cold.trace.jsonl.gz"
 
@@ -222,7 +222,7 @@ def test_a_shared_hosts_stretch_is_read_between_the_measured_levels(tmp_path):
         replay.Stretch.from_throughput(path)
 
 
-# Issue 31's remote builds (benchmarks/README.md, "A REAPI backend at scale"): 16 ggml
+# Issue 31's remote builds (benchmarks/README.md, `remote-scale`): 16 ggml
 # files, 5 archs, `nvcc-split --remote-exec` from a 2-core client against BuildGrid with
 # 60, 32, 16 and 8 workers on the 64-core machine's other cores; the traces' fields the
 # replay reads, times from the first step.
@@ -358,10 +358,10 @@ def test_a_fitted_stretch_scale_makes_two_builds_the_same_work(tmp_path, capsys)
         replay.fit_scale(probe, [alone, local])
 
 
-# The whole backend (144 files, 5 archs) with `--remote-host-compile`: session 23's 60
-# and 32 workers, each on its own machine of the kind (the first went back between
-# calls), session 24's 16, 32 and 60 workers, all on one machine, and session 25's 8
-# workers on a machine of the kind (one hold; whether the same host is not known).
+# The whole backend (144 files, 5 archs) with `--remote-host-compile`: `remote-full`, 60
+# and 32 workers, each on its own machine of the kind; `remote-full-s24`, 16, 32 and 60
+# workers, all on one machine; `remote-full-s25`, 8 workers on a machine of the kind
+# (whether the same host is not known).
 DATA = REPO / "tests" / "data"
 REMOTE_FULL = {
     (label, n): DATA / f"{label}-w{n}.trace.jsonl.gz"
@@ -378,7 +378,7 @@ REMOTE_FULL = {
 def test_each_whole_backend_remote_build_replays_within_5_percent_of_its_wall(label, workers):
     """Each whole-backend build's own trace, replayed with the workers' own seconds, each
     step's round trip beside its run and the machine's stretch, ends within 5 % of its
-    wall (-2.9 % to +2.3 %). Without the round trips session 23's 60-worker replay is
+    wall (-2.9 % to +2.3 %). Without the round trips remote-full's 60-worker replay is
     4.7 % short; with a worker held through them (before 2026-11-27) its 32-worker
     replay was 8.3 % long."""
     trace = REMOTE_FULL[label, workers]
@@ -415,7 +415,7 @@ def test_the_whole_backend_projects_across_worker_counts_within_10_percent_on_on
 ):
     """On one machine (remote-full-s24) each count's trace projects the others within
     10 % (benchmarks/README.md's table, to the printed digit), except 16 to 32 workers
-    (+10.5 %: the stretch probe); across session 23's two machines the 60-worker trace
+    (+10.5 %: the stretch probe); across remote-full's two machines the 60-worker trace
     projects the 32-worker build 11.8 % long. The builds' own replays: the test above;
     `remote-scale`'s table: on the 16-file traces, whose replays are cheaper."""
     stretch = replay.Stretch.from_throughput(THROUGHPUT_64)
@@ -470,8 +470,8 @@ def test_a_stretch_fitted_to_the_other_builds_projects_8_and_60_workers_within_4
     (1,154.2 s against 1,319.5 s) and the 8-worker trace 60 workers 10.1 % long: the
     probe slows itself about twice as much as a build's mixed steps. Fitted to the
     builds other than the one projected to, the scale is 0.49 to 0.57 (0.55 to all
-    four), and the worst projections come within 4 % (benchmarks/README.md, session 25,
-    to the printed digit)."""
+    four), and the worst projections come within 4 % (benchmarks/README.md's
+    `remote-scale` table, to the printed digit)."""
     probe = replay.Stretch.from_throughput(THROUGHPUT_64)
     one_machine = {
         8: ("remote-full-s25", 8),

@@ -1,5 +1,5 @@
 """run.py slim-trace: a raw nvcc-split --trace as tests/data keeps it. The committed
-whole-backend traces came from it (benchmarks/README.md, "Session 24")."""
+whole-backend traces came from it (benchmarks/README.md, `remote-scale`)."""
 
 from __future__ import annotations
 

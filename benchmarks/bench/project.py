@@ -10,14 +10,14 @@ the repository, once with compile_mode=split and once with mono. Nothing is comp
 The durations are a model from measurements on the 16-core device machine, because a
 2-core build of the whole backend takes hours (benchmarks/README.md):
 - a mono action (nvcc, one source, every arch) takes that file's plain-nvcc CPU seconds
-  (scenario 1 of results/full-16core-nvcc.json: same flags, same archs);
+  (scenario 1 of a 16-core `compare` of the whole backend: same flags, same archs);
 - a split source's actions share out that file's nvcc-split CPU seconds (the cold build
-  of results/full-16core-split.json), by the measured share of each step kind over the
+  of the same run), by the measured share of each step kind over the
   whole backend (its `seconds_by_kind`); per-arch kinds (device preprocess, cicc, ptxas)
   divide their share equally among the archs; actions that run two steps (host
   preprocess + cudafe++, fatbinary + host compile) take both shares;
-  both from results/full-16core-per-file.json (`--inputs`; `--inputs-from` remakes it
-  from the two results' full measurements);
+  both from results/full-16core-per-file.json (`--inputs`; `--inputs-from NVCC.json
+  SPLIT.json` remakes it from two results' full measurements);
 - every action adds `--overhead-ms` (default 150 ms: the step runner's start-up, dryrun
   and a sandbox on the 2-core machine, measured as in benchmarks/README.md; a remote
   round trip would add its own).
@@ -55,8 +55,8 @@ from .corpus import (
 from .results import dumps, load_full
 
 ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
-# Per ggml file, CPU s with nvcc and nvcc-split on 16 cores (--inputs-from of
-# results/full-16core-nvcc.json and full-16core-split.json: model_inputs).
+# Per ggml file, CPU s with nvcc and nvcc-split on 16 cores (--inputs-from of the
+# 16-core nvcc and nvcc-split results of the whole backend: model_inputs).
 INPUTS = BENCH / "results" / "full-16core-per-file.json"
 # The rules' split actions (cuda_split.plan's table of mnemonics): per arch, per source.
 PER_ARCH = {

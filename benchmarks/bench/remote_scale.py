@@ -6,11 +6,11 @@
         [--from 60] [--also 16,8] [--png results/remote-scale.png]
 
 Reads `scale_remote.sh`'s builds of one label, or of several whose worker counts differ
-(`remote`: 16 files, session 21; `remote-full`: the whole backend with
-`--remote-host-compile`, session 23, on two machines; `remote-full-s24`: the same on one
-machine, session 24; `remote-full-s25`: 8 workers, session 25): each worker count's wall
-from `<results>/LABEL-wN.json` and its trace from `<traces>/LABEL-wN.trace.jsonl.gz`
-(run.py's raw trace with only the fields the replay reads). For each N it prints the
+(`remote`: 16 files, cicc and ptxas remote; `remote-full-s24`: the whole backend with
+`--remote-host-compile`, 16, 32 and 60 workers on one machine; `remote-full-s25`: the same
+with 8 workers): each worker count's wall from `<results>/LABEL-wN.json` and its trace
+from `<traces>/LABEL-wN.trace.jsonl.gz` (run.py's raw trace with only the fields the replay
+reads). For each N it prints the
 measured wall (run.py's, and the trace's first step to last, which the replay reproduces),
 the replay of that build's own trace on its N workers, and the projection of one trace
 (`--from`, the largest count's by default) to every N (and to the counts of `--also`,

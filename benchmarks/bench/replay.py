@@ -19,8 +19,8 @@ processes. The rules replayed:
            its own steps have run, the other processes' medians, the sizes written), ties
            to the lower pid
     held   the same chains, ties to the process holding fewer slots, then the lower pid
-           (every file gets a step running early; tried and not adopted: see
-           benchmarks/README.md)
+           (every file gets a step running early; tried, and worse than pid on most
+           traces)
     ready  an oracle for what a build can learn as it goes: a step ranks by the seconds
            it took as soon as it can start (its deps are done), the steps after it by
            the pool's estimates; as if every cicc's weight were known when its file's
