@@ -71,6 +71,14 @@ IMPLICIT_DEFAULTS = {
     "string_keyed_label_dict": "{}",
 }
 
+# bazel_skylib's build setting rules (common_settings.bzl), which the interpreter does not
+# read (it serves no @bazel_skylib): their type, and whether they are flags.
+SKYLIB_SETTINGS = {
+    f"{t}_{kind}": {"type": t, "flag": kind == "flag"}
+    for t in ("bool", "int", "string", "string_list")
+    for kind in ("flag", "setting")
+}
+
 KIND_WORDS = {
     "rule": "rule",
     "macro": "symbolic macro",
@@ -320,10 +328,12 @@ def _settings(repo: pathlib.Path, docs: list[dict]) -> list[str]:
             if t["kind"] == "toolchain_type":
                 types.append(f"- `{label}`: the toolchain type. {text}".rstrip())
             elif "build_setting_default" in t["kwargs"]:
-                setting = rule.get("build_setting") or {}
+                setting = rule.get("build_setting") or SKYLIB_SETTINGS.get(t["kind"], {})
                 kind = setting.get("type", t["kind"])
                 if setting.get("flag"):
                     kind += ", flag"
+                if "values" in t["kwargs"]:
+                    text = f"{text} One of {t['kwargs']['values']}.".strip()
                 default = t["kwargs"]["build_setting_default"]
                 rows.append(f"| `{label}` | {kind} | {_cell(_code(default))} | {_cell(text)} |")
     out += [

@@ -154,12 +154,16 @@ def test_the_interpreter_documents_rules_providers_functions_and_settings(
                 ''',
             "lib/again.bzl": 'load(":public.bzl", _foo = "foo")\n\nfoo_again = _foo\n',
             "cfg/BUILD": """\
+                load("@bazel_skylib//rules:common_settings.bzl", "string_flag")
                 load("//lib:private.bzl", "flag")
 
                 toolchain_type(name = "tt")
 
                 # What the flag is for.
                 flag(name = "opts", build_setting_default = ["-a"])
+
+                # Which compiler.
+                string_flag(name = "compiler", build_setting_default = "nvcc", values = ["nvcc"])
                 """,
         },
     )
@@ -205,10 +209,24 @@ def test_the_interpreter_documents_rules_providers_functions_and_settings(
     assert again["at"] == foo["at"] and again["name"] == "foo_again"
     # A BUILD file's targets: the build setting with its rule, the toolchain type.
     targets = reference_doc.extract("cfg/BUILD", tmp_path)["targets"]
-    assert [(t["name"], t["kind"]) for t in targets] == [("tt", "toolchain_type"), ("opts", "flag")]
+    assert [(t["name"], t["kind"]) for t in targets] == [
+        ("tt", "toolchain_type"),
+        ("opts", "flag"),
+        ("compiler", "string_flag"),  # a rule of a repository the interpreter does not read
+    ]
     assert targets[1]["kwargs"] == {"name": '"opts"', "build_setting_default": '["-a"]'}
     assert targets[1]["rule"]["build_setting"] == {"type": "string_list", "flag": True}
     assert reference_doc._comment_above(tmp_path, targets[1]["at"]) == "What the flag is for."
+    assert "rule" not in targets[2]
+    settings = "\n".join(
+        reference_doc._settings(tmp_path, [{"file": "cfg/BUILD", "targets": targets}])
+    )
+    assert '| `@rules_cuda_split//cfg:opts` | string_list, flag | `["-a"]` | A flag. |' in settings
+    assert (
+        '| `@rules_cuda_split//cfg:compiler` | string, flag | `"nvcc"` | Which compiler. '
+        'One of ["nvcc"]. |' in settings
+    )
+    assert "- `@rules_cuda_split//cfg:tt`: the toolchain type." in settings
 
 
 def test_reference_renders_without_the_checkout_paths() -> None:

@@ -139,7 +139,9 @@ func (in *interpreter) symbols(f *syntax.File, globals starlark.StringDict) []in
 }
 
 // targets describes the calls of rules (and of the predeclared toolchain_type) made by
-// the top level of the file at path: the targets of a BUILD file.
+// the top level of the file at path: the targets of a BUILD file. A call of a rule this
+// interpreter does not read (skylib's string_flag, loaded from a repository it does not
+// serve) counts when it has a build_setting_default: it declares a build setting.
 func (in *interpreter) targets(path string) []interface{} {
 	out := []interface{}{}
 	for _, inst := range in.instances {
@@ -148,7 +150,8 @@ func (in *interpreter) targets(path string) []interface{} {
 		}
 		isRule := inst.callee.origin != nil &&
 			(inst.callee.origin.fn == "rule" || inst.callee.origin.fn == "macro")
-		if !isRule && inst.callee.name != "toolchain_type" {
+		isSetting := kwargFrom(inst.kwargs, "build_setting_default") != starlark.None
+		if !isRule && !isSetting && inst.callee.name != "toolchain_type" {
 			continue
 		}
 		kwargs := map[string]interface{}{}
