@@ -227,6 +227,11 @@ def _attr_table(attrs: list[dict], with_name: bool) -> list[str]:
     return rows
 
 
+def _default(param: dict) -> str:
+    """A parameter's default: its value where the expression names other values."""
+    return param.get("value", param["default"])
+
+
 def _signature(name: str, params: list[dict]) -> str:
     parts = []
     star = False
@@ -240,7 +245,7 @@ def _signature(name: str, params: list[dict]) -> str:
             if p["kind"] == "keyword_only" and not star:
                 parts.append("*")
                 star = True
-            parts.append(p["name"] + (f" = {p['default']}" if "default" in p else ""))
+            parts.append(p["name"] + (f" = {_default(p)}" if "default" in p else ""))
     return f"{name}({', '.join(parts)})"
 
 
@@ -254,7 +259,7 @@ def _function(sym: dict) -> list[str]:
         out += ["| parameter | default | doc |", "|---|---|---|"]
         for p in sym["params"]:
             name = {"varargs": "*", "kwargs": "**"}.get(p["kind"], "") + p["name"]
-            default = _code(p["default"]) if "default" in p else "mandatory"
+            default = _code(_default(p)) if "default" in p else "mandatory"
             if p["kind"] in ("varargs", "kwargs"):
                 default = ""
             doc = args.get(p["name"], "")

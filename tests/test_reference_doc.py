@@ -107,6 +107,8 @@ def test_the_interpreter_documents_rules_providers_functions_and_settings(
 
                 FooInfo = provider(doc = "Foo.", fields = {"a": "int: a.", "b": "str: b."})
 
+                N = 4
+
                 def _impl(ctx):
                     return []
 
@@ -127,14 +129,14 @@ def test_the_interpreter_documents_rules_providers_functions_and_settings(
             "lib/public.bzl": '''\
                 """Public: `foo`."""
 
-                load(":private.bzl", _FooInfo = "FooInfo", _flag = "flag", _foo = "foo")
+                load(":private.bzl", _FooInfo = "FooInfo", _N = "N", _flag = "flag", _foo = "foo")
 
                 foo = _foo
                 FooInfo = _FooInfo
                 flag = _flag
                 LIMIT = 3
 
-                def emit_foo(ctx, *, src, flags = ["-O2"], **kwargs):
+                def emit_foo(ctx, *, src, flags = ["-O2"], n = _N, **kwargs):
                     """Emits foo.
 
                     Args:
@@ -194,6 +196,8 @@ def test_the_interpreter_documents_rules_providers_functions_and_settings(
         {"name": "ctx", "kind": "positional"},
         {"name": "src", "kind": "keyword_only"},
         {"name": "flags", "kind": "keyword_only", "default": '["-O2"]'},
+        # A default naming another value: its value too, evaluated where the def is.
+        {"name": "n", "kind": "keyword_only", "default": "_N", "value": "4"},
         {"name": "kwargs", "kind": "kwargs"},
     ]
     desc, args, returns = reference_doc.split_docstring(syms["emit_foo"]["doc"])

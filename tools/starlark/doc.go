@@ -298,11 +298,15 @@ func (in *interpreter) describeFunction(fn *starlark.Function) map[string]interf
 			params = append(params, map[string]interface{}{"name": p.Name, "kind": kind})
 		case *syntax.BinaryExpr:
 			name := p.X.(*syntax.Ident).Name
-			params = append(params, map[string]interface{}{
+			param := map[string]interface{}{
 				"name":    name,
 				"kind":    kind,
 				"default": sourceText(src, p.Y),
-			})
+			}
+			if value, ok := in.evalDefault(fn, pos.Filename(), def, p.Y); ok && value != param["default"] {
+				param["value"] = value
+			}
+			params = append(params, param)
 		case *syntax.UnaryExpr:
 			if p.Op == syntax.STARSTAR {
 				params = append(params, map[string]interface{}{
@@ -320,6 +324,38 @@ func (in *interpreter) describeFunction(fn *starlark.Function) map[string]interf
 	}
 	d["params"] = params
 	return d
+}
+
+// evalDefault evaluates a parameter's default expression where the def is, with the
+// module's globals and what its file loads: `[_DEFAULT_VERSION]` is `["13.0"]`.
+func (in *interpreter) evalDefault(fn *starlark.Function, path string, def *syntax.DefStmt, e syntax.Expr) (string, bool) {
+	env := starlark.StringDict{}
+	for k, v := range in.predeclared {
+		env[k] = v
+	}
+	for k, v := range fn.Globals() {
+		env[k] = v
+	}
+	for _, stmt := range in.asts[path].file.Stmts {
+		ld, ok := stmt.(*syntax.LoadStmt)
+		if !ok {
+			continue
+		}
+		target, external, err := in.resolveLoad(path, ld.ModuleName())
+		if err != nil || external || in.cache[target] == nil {
+			continue
+		}
+		for i, from := range ld.From {
+			if v, ok := in.cache[target].globals[from.Name]; ok {
+				env[ld.To[i].Name] = v
+			}
+		}
+	}
+	v, err := starlark.EvalExpr(&starlark.Thread{Name: "default"}, e, env)
+	if err != nil {
+		return "", false
+	}
+	return repr(v), true
 }
 
 // findDef returns the top-level def at pos (a function's def token) and its file's source.
