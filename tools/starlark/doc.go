@@ -23,6 +23,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -386,7 +387,7 @@ func sourceText(src []byte, e syntax.Expr) string {
 func offset(src []byte, pos syntax.Position) int {
 	line, i := int32(1), 0
 	for line < pos.Line {
-		j := strings.IndexByte(string(src[i:]), '\n')
+		j := bytes.IndexByte(src[i:], '\n')
 		if j < 0 {
 			return -1
 		}
