@@ -17,7 +17,7 @@
 #   4. .offline/ (a rules_cc copy that Bazel 4.2.3 can load, a remote_coverage_tools
 #      stand-in) and the generated block of .bazelrc.user that points Bazel at them and
 #      at the downloaded wheels;
-#   5. .offline/bin/starlark, a Starlark interpreter built from tools/starlark/main.go.
+#   5. .offline/bin/starlark, a Starlark interpreter built from tools/starlark/*.go.
 # Idempotent: every step checks first and does nothing when already done, so a second
 # run takes about a second. Run it from anywhere: `bash scripts/setup.sh`.
 set -euo pipefail
@@ -329,11 +329,11 @@ install_buildifier() {
 
 build_starlark() {
     local out="$OFFLINE/bin/starlark" want
-    want="$(sha256_of tools/starlark/main.go) $(go version)"
+    want="$(sha256_of tools/starlark/*.go) $(go version)"
     if [[ -x "$out" && "$(cat "$out.stamp" 2>/dev/null)" == "$want" ]]; then
         return 0
     fi
-    log "building .offline/bin/starlark from tools/starlark/main.go"
+    log "building .offline/bin/starlark from tools/starlark/*.go"
     mkdir -p "$OFFLINE/bin"
     # GOPATH mode: go.starlark.net comes from Debian's golang-starlark-dev sources,
     # nothing is downloaded.

@@ -1,7 +1,7 @@
 // Command starlark runs a Starlark file without Bazel: the syntax checks of MODULE.bazel,
 // WORKSPACE and .bzl files, and tests of pure Starlark helpers, in milliseconds.
 //
-//	starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-buck2 -predeclare FILE] FILE
+//	starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-doc FILE] [-buck2 -predeclare FILE] FILE
 //
 // It executes FILE with go.starlark.net in Bazel 4.2.3's dialect (no top-level if/for, no
 // recursion, no set, no lambda, no nested def), prints what `print` prints to stdout,
@@ -37,6 +37,10 @@
 // With -calls FILE, every call of a stub is written to FILE as a JSON list of
 // {"fn": name, "args": [...], "kwargs": {...}, "at": "file:line:col"}; stubs and other
 // non-data values appear as strings.
+//
+// With -doc FILE, what FILE documents (its docstring, its public rules, macros, providers,
+// functions and values, and the targets of a BUILD file) is written to FILE as JSON
+// (doc.go says how).
 package main
 
 import (
@@ -103,13 +107,14 @@ func run(argv []string) int {
 	root := fs.String("root", "", "`DIR` that \"//\" labels refer to (default: the nearest "+
 		"directory up from FILE, else from the working directory, with MODULE.bazel or WORKSPACE)")
 	calls := fs.String("calls", "", "write the calls of stubs as JSON to this `file`")
+	docOut := fs.String("doc", "", "write what FILE documents as JSON to this `file`")
 	buck2 := fs.Bool("buck2", false, "Buck2's dialect and globals (see -predeclare)")
 	predeclare := fs.String("predeclare", "", "with -buck2: run this `file` first and "+
 		"predeclare its public globals in every other file")
 	repos := repoFlags{}
 	fs.Var(repos, "repo", "serve `NAME=DIR` for load(\"@NAME//...\") (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-buck2 [-predeclare FILE]] FILE")
+		fmt.Fprintln(fs.Output(), "usage: starlark [-root DIR] [-repo NAME=DIR]... [-calls FILE] [-doc FILE] [-buck2 [-predeclare FILE]] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
@@ -159,20 +164,32 @@ func run(argv []string) int {
 		return report(err)
 	}
 	if *calls != "" {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		err := enc.Encode(in.calls)
+		data, err := jsonIndent(in.calls)
 		if err == nil {
-			err = os.WriteFile(*calls, buf.Bytes(), 0o644)
+			err = os.WriteFile(*calls, data, 0o644)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
+	if *docOut != "" {
+		if err := in.writeDoc(file, *docOut); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	return 0
+}
+
+// jsonIndent encodes v as indented JSON, leaving <, > and & as they are.
+func jsonIndent(v interface{}) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	err := enc.Encode(v)
+	return buf.Bytes(), err
 }
 
 // report prints an error (with its Starlark backtrace, if any) and returns exit code 1.
@@ -242,7 +259,9 @@ type interpreter struct {
 	predeclared starlark.StringDict
 	cache       map[string]*cacheEntry // by absolute path; nil entry: being loaded
 	calls       []call
-	buck2       bool // Buck2's dialect: lambda and nested def allowed
+	instances   []instance         // every call of a stub, with its Starlark arguments
+	asts        map[string]*parsed // by absolute path: every file executed
+	buck2       bool               // Buck2's dialect: lambda and nested def allowed
 }
 
 // useBuck2 switches to Buck2's dialect and globals: Starlark's, json, struct, fail and
@@ -291,6 +310,7 @@ func newInterpreter(root string, repos map[string]string) *interpreter {
 		mainNames: mainRepoNames(root),
 		cache:     map[string]*cacheEntry{},
 		calls:     []call{},
+		asts:      map[string]*parsed{},
 	}
 	in.predeclared = starlark.StringDict{
 		"struct":   starlark.NewBuiltin("struct", starlarkstruct.Make),
@@ -327,6 +347,7 @@ func (in *interpreter) exec(path string) (starlark.StringDict, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.asts[path] = &parsed{file: f, src: src}
 	if !in.buck2 {
 		if err := checkBazel4(f); err != nil {
 			return nil, err
@@ -513,16 +534,55 @@ func str(v starlark.Value) string {
 	return v.String()
 }
 
-// providerValue is what provider() returns: calling it makes a struct.
+// providerValue is what provider() returns: calling it makes a struct. It keeps its doc
+// and fields ([{"name", "doc"}], for -doc) and where it was made.
 type providerValue struct {
-	name string
+	name   string
+	doc    string
+	fields []interface{}
+	at     string
 }
 
-func newProvider(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func newProvider(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if len(args) > 1 {
 		return nil, fmt.Errorf("provider: got %d positional arguments, want at most 1 (doc)", len(args))
 	}
-	return &providerValue{}, nil
+	p := &providerValue{fields: []interface{}{}}
+	if len(args) == 1 {
+		p.doc, _ = starlark.AsString(args[0])
+	}
+	for _, kv := range kwargs {
+		switch string(kv[0].(starlark.String)) {
+		case "doc":
+			p.doc, _ = starlark.AsString(kv[1])
+		case "fields":
+			p.fields = providerFields(kv[1])
+		}
+	}
+	if thread.CallStackDepth() > 1 {
+		p.at = thread.CallFrame(1).Pos.String()
+	}
+	return p, nil
+}
+
+// providerFields lists provider(fields = ...) as [{"name", "doc"}]: a dict's docs, or a
+// list's names with no doc.
+func providerFields(v starlark.Value) []interface{} {
+	out := []interface{}{}
+	switch f := v.(type) {
+	case *starlark.Dict:
+		for _, item := range f.Items() {
+			name, _ := starlark.AsString(item[0])
+			doc, _ := starlark.AsString(item[1])
+			out = append(out, map[string]interface{}{"name": name, "doc": doc})
+		}
+	case *starlark.List:
+		for i := 0; i < f.Len(); i++ {
+			name, _ := starlark.AsString(f.Index(i))
+			out = append(out, map[string]interface{}{"name": name, "doc": ""})
+		}
+	}
+	return out
 }
 
 func (p *providerValue) String() string {
@@ -547,7 +607,8 @@ func (p *providerValue) CallInternal(_ *starlark.Thread, args starlark.Tuple, kw
 type stub struct {
 	in         *interpreter
 	name       string
-	unexported bool // made by a call; named after the global it is first bound to
+	unexported bool    // made by a call; named after the global it is first bound to
+	origin     *origin // the call that made it, if a call did
 }
 
 func (s *stub) String() string        { return "<" + s.name + ">" }
@@ -575,16 +636,20 @@ func (s *stub) CallInternal(thread *starlark.Thread, args starlark.Tuple, kwargs
 	for _, kv := range kwargs {
 		c.Kwargs[string(kv[0].(starlark.String))] = toJSON(kv[1], 0)
 	}
+	var at syntax.Position
 	if thread.CallStackDepth() > 1 {
-		c.At = thread.CallFrame(1).Pos.String()
+		at = thread.CallFrame(1).Pos
+		c.At = at.String()
 	}
 	s.in.calls = append(s.in.calls, c)
+	s.in.instances = append(s.in.instances, instance{callee: s, kwargs: kwargs, at: at})
+	made := &origin{fn: s.name, args: args, kwargs: kwargs, at: c.At}
 	if s.name == "use_extension" && len(args) >= 2 {
 		if ext, ok := starlark.AsString(args[1]); ok {
-			return &stub{in: s.in, name: ext}, nil
+			return &stub{in: s.in, name: ext, origin: made}, nil
 		}
 	}
-	return &stub{in: s.in, name: s.name + "()", unexported: true}, nil
+	return &stub{in: s.in, name: s.name + "()", unexported: true, origin: made}, nil
 }
 
 // toJSON converts a Starlark value to data for encoding/json.
