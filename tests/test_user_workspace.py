@@ -383,7 +383,7 @@ def test_rules_cuda_build_file_builds_and_runs(
     # host_linkopts reach the link of every binary over the library (and cuda_binary's
     # its cc_binary's).
     assert {"rc_host_linkopt", "rc_tool_linkopt"} <= _symbols(bin_dir / "rcuda/tool")
-    assert "rc_host_linkopt" in _symbols(bin_dir / "rcuda/main")
+    assert {"rc_host_linkopt", "rc_alwayslinked"} <= _symbols(bin_dir / "rcuda/main")
     # archs = ["compute_90:compute_90,sm_90"]: kernel's fatbinary has the PTX too;
     # dependent's (the build's sm_90) only the cubin.
     kinds = {}
