@@ -64,8 +64,8 @@ def library_spec(
       rdc: bool, relocatable device code.
       alwayslink: bool.
       device_defines: list[string], `-D` for this target and its CUDA dependents only.
-      default_copts: list[string], nvcc flags before the build's and the target's copts
-        (the dialect's default features).
+      default_copts: list[string], nvcc flags after the build's copts and before the
+        target's (the dialect's nvcc features).
       host_linkopts: list[string], flags for the host link of every binary linking it.
       system_includes: bool, `includes` as `-isystem` (rules_cuda's) rather than `-I`.
       self_link: bool, with `rdc`: device-link this target's and its deps' relocatable
