@@ -83,7 +83,9 @@ def _cuda_library_impl(ctx):
         rdc = ctx.attr.rdc,
         alwayslink = ctx.attr.alwayslink,
         host_linkopts = ctx.attr.host_linkopts,
-        extra_objects = depset(transitive = [d[CudaObjectsInfo].objects for d in objects]).to_list(),
+        extra_objects = depset(
+            transitive = [d[CudaObjectsInfo].objects for d in objects],
+        ).to_list(),
     )
     return build_cuda_library(ctx, spec, lto_implies_rdc = True)
 
