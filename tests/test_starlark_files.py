@@ -399,6 +399,12 @@ EXPECTED_TARGETS = {
     "cudart_static": "cc_library",
     "cudadevrt": "cc_library",
     "cudart_shared": "cc_library",
+    # rules_cuda's names (docs/migrating-from-rules_cuda.md).
+    "cuda_runtime": "alias",
+    "cuda_runtime_static": "alias",
+    "thrust": "alias",
+    "cub": "alias",
+    "libcudacxx": "alias",
     "cublas": "cc_library",
     "toolkit": "cuda_toolkit",
     "toolchain_impl": "cuda_toolchain",
@@ -449,6 +455,8 @@ def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> N
     assert targets["link_stub"]["kwargs"]["actual"] == "bin/crt/link.stub"
     assert targets["cuda_headers"]["kwargs"]["includes"] == ["include", "include/cccl"]
     assert targets["cudart_static"]["kwargs"]["srcs"] == ["lib/libcudart_static.a"]
+    assert targets["cuda_runtime"]["kwargs"]["actual"] == ":cudart_static"
+    assert targets["thrust"]["kwargs"]["actual"] == ":cuda_headers"
     assert targets["cublas"]["kwargs"]["srcs"] == WHEEL_LAYOUT["shared_libs"]["cublas"]
 
     toolchain = targets["toolchain_impl"]["kwargs"]

@@ -2,7 +2,10 @@
 snippets: a `cuda_library` of its own, one in an external repository (root-relative
 include, one source in two targets), a `.cpp` source compiled as CUDA, a `cc_binary`
 including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, a shared object, its
-output groups, built with `-c dbg` and `-c opt`.
+output groups, built with `-c dbg` and `-c opt`. And a BUILD file written for
+bazel-contrib/rules_cuda (tests/rules_cuda_dialect/BUILD.rules_cuda), built through
+`@rules_cuda_split//cuda:defs.bzl` with only its loads' repository name changed, and
+unchanged in a repository that maps `@rules_cuda` to `@rules_cuda_split`.
 
 The WORKSPACE and BUILD text come from README.md's blocks marked
 `<!-- user-workspace: NAME -->`, so the README cannot drift from what works. The offline
@@ -16,8 +19,10 @@ extensions.bzl in the Starlark interpreter.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -148,6 +153,52 @@ cuda_library(
 }
 
 
+# A rules_cuda BUILD file and its sources (docs/migrating-from-rules_cuda.md).
+DIALECT = REPO / "tests" / "rules_cuda_dialect"
+
+# What the rules_cuda dialect refuses, one target each (built by name only).
+REFUSED = {
+    "refused/BUILD": """load("@rules_cuda_split//cuda:defs.bzl", "cuda_library", "cuda_objects")
+
+cuda_library(
+    name = "linkopts",
+    srcs = ["k.cu"],
+    rdc = True,
+    linkopts = ["-Xnvlink=-v"],
+    tags = ["manual"],
+)
+
+cuda_objects(
+    name = "objects",
+    srcs = ["k.cu"],
+    tags = ["manual"],
+)
+
+cuda_library(
+    name = "objects_without_rdc",
+    deps = [":objects"],
+    tags = ["manual"],
+)
+
+cuda_library(
+    name = "arch_feature",
+    srcs = ["k.cu"],
+    features = ["arch_native"],
+    tags = ["manual"],
+)
+""",
+    "refused/k.cu": "__global__ void k() {}\n",
+}
+
+
+def _dialect_package(root: pathlib.Path, load_repo: str) -> None:
+    """tests/rules_cuda_dialect in `root`, its BUILD loading `@<load_repo>//cuda:defs.bzl`."""
+    shutil.copytree(DIALECT, root, ignore=shutil.ignore_patterns("BUILD.rules_cuda"))
+    build = (DIALECT / "BUILD.rules_cuda").read_text()
+    assert build.count('load("@rules_cuda//cuda:defs.bzl", ') == 1
+    (root / "BUILD").write_text(build.replace("@rules_cuda//", f"@{load_repo}//"))
+
+
 def readme_snippets() -> dict[str, str]:
     return dict(_SNIPPET.findall((REPO / "README.md").read_text(encoding="utf-8")))
 
@@ -190,9 +241,18 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     ws_text = snippets["WORKSPACE"].replace('path = "..."', f'path = "{rules}"')
     assert ws_text != snippets["WORKSPACE"], 'README\'s WORKSPACE has `path = "..."`'
     ws_text += f'\nlocal_repository(name = "extrepo", path = "{tmp / "extrepo"}")\n'
+    # The rules_cuda BUILD file unchanged: this repository's @rules_cuda is ours.
+    ws_text += (
+        f'\nlocal_repository(name = "rcext", path = "{tmp / "rcext"}", '
+        'repo_mapping = {"@rules_cuda": "@rules_cuda_split"})\n'
+    )
     _write(ws, {"WORKSPACE": ws_text, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
     _write(ws, SOURCES)
+    _write(ws, REFUSED)
     _write(tmp / "extrepo", EXTERNAL)
+    _dialect_package(ws / "rcuda", "rules_cuda_split")
+    _dialect_package(tmp / "rcext", "rules_cuda")
+    _write(tmp / "rcext", {"WORKSPACE": 'workspace(name = "rcext")\n'})
     return ws
 
 
@@ -203,7 +263,8 @@ def output_base(workspace: pathlib.Path) -> object:
     bazel("shutdown", cwd=workspace, output_base=base, check=False)
 
 
-TARGETS = ["//...", "@extrepo//pkg:all"]
+# README's snippets (the rules_cuda dialect's package has tests of its own).
+TARGETS = ["--", "//...", "-//rcuda/...", "@extrepo//pkg:all"]
 
 
 @pytest.mark.parametrize("mode", ["dbg", "opt"])
@@ -296,3 +357,157 @@ def test_readme_tells_how_to_work_offline() -> None:
     ]
     assert "build --nosandbox_debug" in wanted
     assert [line for line in wanted if f"\n{line}\n" not in text] == []
+
+
+def _bin_dir(workspace: pathlib.Path, output_base: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(
+        bazel("info", "bazel-bin", cwd=workspace, output_base=output_base).stdout.strip()
+    )
+
+
+def test_rules_cuda_build_file_builds_and_runs(
+    workspace: pathlib.Path, output_base: pathlib.Path
+) -> None:
+    """tests/rules_cuda_dialect/BUILD.rules_cuda builds with only its loads renamed, and
+    unchanged under a repo_mapping; every define reaches exactly the sources rules_cuda
+    says (the sources #error otherwise), the binaries link and run, and each has its
+    device code."""
+    bazel("build", "//rcuda/...", "@rcext//:user", cwd=workspace, output_base=output_base)
+    bazel("test", "//rcuda:rdc_test", cwd=workspace, output_base=output_base)
+    bin_dir = _bin_dir(workspace, output_base)
+    for exe in ("main", "main_from_objects", "main_from_library", "tool"):
+        proc = subprocess.run(
+            [str(bin_dir / "rcuda" / exe)], capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, (exe, proc.stdout, proc.stderr)
+    # host_linkopts reach the link of every binary over the library (and cuda_binary's
+    # its cc_binary's).
+    assert {"rc_host_linkopt", "rc_tool_linkopt"} <= _symbols(bin_dir / "rcuda/tool")
+    assert {"rc_host_linkopt", "rc_alwayslinked"} <= _symbols(bin_dir / "rcuda/main")
+    # archs = ["compute_90:compute_90,sm_90"]: kernel's fatbinary has the PTX too;
+    # dependent's (the build's sm_90) only the cubin.
+    kinds = {}
+    for name in ("kernel", "dependent"):
+        (fatbin,) = (bin_dir / "rcuda/_cuda" / name).glob("*/*.fatbin")
+        rep = audit.scan_file(str(fatbin))
+        kinds[name] = sorted(e.name for fb in rep.fatbins for e in fb.entries)
+    assert kinds == {"kernel": ["compute_90", "sm_90"], "dependent": ["sm_90"]}, kinds
+    # rdc = True: the library holds its objects (those of cuda_objects too) and the
+    # device link's, so a plain cc_binary links it; the binary has the linked cubin.
+    members = subprocess.run(
+        ["ar", "t", str(bin_dir / "rcuda/liblib_from_objects.a")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert {"a.o", "b.o", "dlink.o"} <= set(members), members
+    for exe in ("main_from_objects", "main_from_library", "rdc_test"):
+        rep = audit.scan_file(str(bin_dir / "rcuda" / exe))
+        assert "sm_90" in {e.name for fb in rep.fatbins for e in fb.entries}, (exe, rep)
+
+
+def _nvcc_flags(argv: list[str]) -> list[str]:
+    """The nvcc flags of a CUDA action's command (its `--nvcc-flag=` arguments)."""
+    return [a.removeprefix("--nvcc-flag=") for a in argv if a.startswith("--nvcc-flag=")]
+
+
+def test_rules_cuda_attributes_reach_the_commands(
+    workspace: pathlib.Path, output_base: pathlib.Path
+) -> None:
+    """Each attribute of tests/rules_cuda_dialect's `kernel`, and rules_cuda's
+    `copts`/`host_copts` flags, in the commands: nvcc's (preprocess, ptxas), the cc
+    dependent's compile and the binary's link."""
+    proc = bazel(
+        "aquery",
+        "--@rules_cuda_split//cuda:copts=-DRC_BUILD_COPT",
+        "--@rules_cuda_split//cuda:host_copts=-Wshadow",
+        "set(//rcuda:kernel //rcuda:dependent //rcuda:user //rcuda:main)",
+        "--output=jsonproto",
+        cwd=workspace,
+        output_base=output_base,
+    )
+    argv: dict[str, list[list[str]]] = {}
+    for action in json.loads(proc.stdout)["actions"]:
+        if "arguments" in action:  # (not symlinks, file writes)
+            argv.setdefault(action["mnemonic"], []).append(action["arguments"])
+    by_src = {a[a.index("--src") + 1]: _nvcc_flags(a) for a in argv["CudaPreprocess"]}
+    preprocess, dependent = by_src["rcuda/kernel.cu"], by_src["rcuda/dependent.cu"]
+    # rules_cuda's default nvcc features, and one turned off by `features`.
+    assert {"--expt-relaxed-constexpr", "--extended-lambda"} <= set(preprocess), preprocess
+    assert "--expt-relaxed-constexpr" in dependent and "--extended-lambda" not in dependent
+    for flag in (
+        "-DRC_HOST_DEFINE=1",  # host_defines
+        "-DRC_HOST_LOCAL=2",  # host_local_defines
+        "-DRC_DEVICE_DEFINE=3",  # defines
+        "-DRC_LOCAL=4",  # local_defines
+        "-lineinfo",  # copts
+        "-Xcompiler=-Wno-unused-variable",  # host_copts
+        "-DRC_BUILD_COPT",  # --@rules_cuda_split//cuda:copts
+        "-Xcompiler=-Wshadow",  # --@rules_cuda_split//cuda:host_copts
+        "-Xptxas=-O2",  # ptxasopts
+    ):
+        assert flag in preprocess, (flag, preprocess)
+    assert "-isystem" in preprocess and "rcuda/inc" in preprocess, preprocess  # includes
+    (ptxas,) = [a for a in argv["CudaPtxas"] if "rcuda/kernel.cu" in a]
+    assert ptxas[ptxas.index("--arch") + 1] == "sm_90"
+    assert "-Xptxas=-O2" in _nvcc_flags(ptxas), ptxas
+    (user,) = [a for a in argv["CppCompile"] if any(x.endswith("user.cc") for x in a)]
+    assert "-DRC_HOST_DEFINE=1" in user, user
+    assert not [f for f in user if f.startswith(("-DRC_DEVICE", "-DRC_LOCAL", "-DRC_HOST_LOCAL"))]
+    # host_linkopts: in main's link (the archives' CppLink actions have none).
+    links = [a for a in argv["CppLink"] if "-Wl,--defsym=rc_host_linkopt=0x1234" in a]
+    assert [a[a.index("-o") + 1] for a in links] == ["bazel-out/k8-fastbuild/bin/rcuda/main"]
+
+
+def test_rules_cuda_refusals(workspace: pathlib.Path, output_base: pathlib.Path) -> None:
+    """What the dialect cannot honour fails at analysis time in one line naming it."""
+    proc = bazel(
+        "build",
+        "--nobuild",
+        "--keep_going",
+        "//refused:linkopts",
+        "//refused:objects_without_rdc",
+        "//refused:arch_feature",
+        cwd=workspace,
+        output_base=output_base,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert (
+        '//refused:linkopts: linkopts = ["-Xnvlink=-v"]: rules_cuda\'s flags for `nvcc '
+        "-dlink` are not supported;" in proc.stderr
+    ), proc.stderr[-3000:]
+    assert (
+        "//refused:objects_without_rdc: deps //refused:objects are cuda_objects, compiled "
+        "as relocatable device code: set rdc = True" in proc.stderr
+    ), proc.stderr[-3000:]
+    assert (
+        "//refused:arch_feature: feature arch_native: rules_cuda's arch features are not "
+        "supported; name the archs" in proc.stderr
+    ), proc.stderr[-3000:]
+    clang = bazel(
+        "build",
+        "--nobuild",
+        "--@rules_cuda_split//cuda:compiler=clang",
+        "//rcuda:dependent",
+        cwd=workspace,
+        output_base=output_base,
+        check=False,
+    )
+    assert clang.returncode != 0
+    assert "cuda:compiler=clang: these rules compile CUDA with nvcc only" in clang.stderr, (
+        clang.stderr[-3000:]
+    )
+    off = ["build", "--nobuild", "--@rules_cuda_split//cuda:enable=false"]
+    proc = bazel(*off, "//rcuda:b_objects", cwd=workspace, output_base=output_base, check=False)
+    assert proc.returncode != 0
+    assert "CUDA is turned off (--@rules_cuda_split//cuda:enable=false)" in proc.stderr, (
+        proc.stderr[-3000:]
+    )
+    # requires_cuda() on kernel: it and its dependents are incompatible (a pattern skips
+    # them).
+    proc = bazel(*off, "//rcuda:dependent", cwd=workspace, output_base=output_base, check=False)
+    assert proc.returncode != 0
+    assert "didn't satisfy constraint @rules_cuda_split//cuda:rules_are_enabled" in (proc.stderr), (
+        proc.stderr[-3000:]
+    )

@@ -3,7 +3,13 @@ arch resolution. The actions themselves are emitted by actions/ (actions/step.bz
 the step runner)."""
 
 load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
-load(":settings.bzl", "CudaArchsSettingInfo", "CudaCoptsSettingInfo")
+load(
+    ":settings.bzl",
+    "CudaArchsSettingInfo",
+    "CudaCompilerInfo",
+    "CudaCoptsSettingInfo",
+    "CudaEnableInfo",
+)
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
 
@@ -36,6 +42,16 @@ STEP_RULE_ATTRS = {
         default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
         doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
     ),
+    "_cuda_enable": attr.label(
+        default = Label("//cuda:enable"),
+        providers = [CudaEnableInfo],
+        doc = "--@rules_cuda_split//cuda:enable: False fails every CUDA target.",
+    ),
+    "_cuda_compiler": attr.label(
+        default = Label("//cuda:compiler"),
+        providers = [CudaCompilerInfo],
+        doc = "--@rules_cuda_split//cuda:compiler: nvcc, the only one (clang fails).",
+    ),
 }
 
 def resolve_archs(ctx, toolchain):
@@ -43,8 +59,18 @@ def resolve_archs(ctx, toolchain):
 
     Fails at analysis time naming the bad token, the accepted forms and the SDK's archs.
     """
-    spec = ctx.attr.archs or ctx.attr._archs[CudaArchsSettingInfo].spec
-    if ctx.attr.archs:
+    enable = getattr(ctx.attr, "_cuda_enable", None)
+    if enable and not enable[CudaEnableInfo].enabled:
+        fail(("%s: CUDA is turned off (--@rules_cuda_split//cuda:enable=false); give the " +
+              "target `target_compatible_with = requires_cuda()` (from " +
+              "@rules_cuda_split//cuda:defs.bzl) so builds skip it") % ctx.label)
+
+    # The rules_cuda dialect's `archs` is a list of specs, joined by `;`.
+    own = ctx.attr.archs
+    if type(own) == "list":
+        own = ";".join(own)
+    spec = own or ctx.attr._archs[CudaArchsSettingInfo].spec
+    if own:
         origin = "archs = \"%s\"" % spec
     else:
         origin = "--@rules_cuda_split//cuda:archs=%s" % spec

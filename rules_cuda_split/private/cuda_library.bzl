@@ -4,6 +4,7 @@ load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_common")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load("//rules_cuda_split/private/actions:compile.bzl", "emit_compile_mono", "emit_compile_split")
+load("//rules_cuda_split/private/actions:device_link.bzl", "emit_device_link")
 load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
 load(
     ":cc_flags.bzl",
@@ -21,16 +22,79 @@ load(
     "CudaCompileModeInfo",
     "CudaCoptsSettingInfo",
     "CudaDeviceArchListInfo",
+    "CudaHostCoptsSettingInfo",
     "PER_ARCH_CCCL_DEFINES",
 )
 
 # Sources compiled as CUDA: `.cu`, and C++ files, which nvcc compiles as CUDA with `-x cu`.
 CUDA_SOURCE_EXTENSIONS = ["cu"]
 CXX_SOURCE_EXTENSIONS = ["cc", "cpp", "cxx"]
-_HEADER_EXTENSIONS = [".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc"]
+HEADER_TYPES = [".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc"]
+CUDA_LIBRARY_SOURCE_TYPES = [".cu", ".cc", ".cpp", ".cxx"]
 
 # A target's features that add nvcc flags (`features = [...]` or `--features=`).
 DEVICE_DEBUG_FEATURE = "cuda_device_debug"
+
+CudaDefinesInfo = provider(
+    doc = "Macros a CUDA target defines for itself and the CUDA targets that depend on " +
+          "it (rules_cuda's `defines`), not for `cc_*` dependents.",
+    fields = {"defines": "depset[string]: the macros, `NAME` or `NAME=VALUE`."},
+)
+
+def library_spec(
+        *,
+        public_defines,
+        local_defines,
+        ptxas_opts,
+        rdc,
+        alwayslink,
+        device_defines = [],
+        default_copts = [],
+        host_linkopts = [],
+        system_includes = False,
+        self_link = False,
+        extra_objects = []):
+    """What a library rule's attributes mean to build_cuda_library: the split's own
+    `cuda_library` and the rules_cuda dialect (cuda/defs.bzl) name them differently.
+
+    Args:
+      public_defines: list[string], `-D` for this target and every dependent (CcInfo).
+      local_defines: list[string], `-D` for this target only.
+      ptxas_opts: list[string], `-Xptxas=` flags.
+      rdc: bool, relocatable device code.
+      alwayslink: bool.
+      device_defines: list[string], `-D` for this target and its CUDA dependents only.
+      default_copts: list[string], nvcc flags after the build's copts and before the
+        target's (the dialect's nvcc features).
+      host_linkopts: list[string], flags for the host link of every binary linking it.
+      system_includes: bool, `includes` as `-isystem` (rules_cuda's) rather than `-I`.
+      self_link: bool, with `rdc`: device-link this target's and its deps' relocatable
+        code into its own archive (rules_cuda's `rdc = True`), not in a binary's
+        `cuda_device_link`.
+      extra_objects: list[File], host objects of `cuda_objects` deps to archive too.
+    """
+    return struct(
+        public_defines = public_defines,
+        local_defines = local_defines,
+        ptxas_opts = ptxas_opts,
+        rdc = rdc,
+        alwayslink = alwayslink,
+        device_defines = device_defines,
+        default_copts = default_copts,
+        host_linkopts = host_linkopts,
+        system_includes = system_includes,
+        self_link = self_link,
+        extra_objects = extra_objects,
+    )
+
+def all_device_defines(ctx, spec):
+    """The target's device defines (`spec`'s) and those of its CUDA deps
+    (CudaDefinesInfo): a depset."""
+    return depset(spec.device_defines, transitive = [
+        d[CudaDefinesInfo].defines
+        for d in ctx.attr.deps
+        if CudaDefinesInfo in d
+    ])
 
 def _checked(label, flags, origin):
     err, split_flags = check_nvcc_flags(flags, origin)
@@ -68,7 +132,7 @@ def _include_flags(compilation_context, toolchain):
         flags += ["-isystem", d]
     return flags
 
-def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
+def _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, split, pic):
     """The target's nvcc flags: compilation mode and device debug, the build's and the
     target's copts, host and ptxas options, defines, include paths, and PIC.
 
@@ -86,7 +150,7 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
 
     # As cc_library's: each copt has its Make variables expanded, then is split like a
     # Bourne shell word list ("-DA=1 -DB" is two flags, "-DC='x y'" one).
-    copts = [
+    copts = spec.default_copts + [
         flag
         for c in ctx.attr.copts
         for flag in ctx.tokenize(ctx.expand_make_variables("copts", c, {}))
@@ -94,12 +158,14 @@ def _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic):
     build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
     own_split = _checked(ctx.label, copts, "copts")
     user = (build_split + own_split) if split else (build_copts + copts)
-    host_copts = ["-Xcompiler=" + f for f in ctx.attr.host_copts]
-    tail = ["-Xptxas=" + f for f in ctx.attr.ptxas_opts]
+    build_host_copts = ctx.attr._host_copts[CudaHostCoptsSettingInfo].copts
+    host_copts = ["-Xcompiler=" + f for f in build_host_copts + ctx.attr.host_copts]
+    tail = ["-Xptxas=" + f for f in spec.ptxas_opts]
     tail += ["-D" + d for d in compilation_context.defines.to_list()]
-    tail += ["-D" + d for d in ctx.attr.local_defines]
+    tail += ["-D" + d for d in all_device_defines(ctx, spec).to_list()]
+    tail += ["-D" + d for d in spec.local_defines]
     tail += _include_flags(compilation_context, toolchain)
-    if ctx.attr.rdc:
+    if rdc:
         tail.append("-rdc=true")
     pic_copts = ["-Xcompiler=" + f for f in pic]
     return struct(
@@ -112,10 +178,11 @@ def _repo_relative(ctx, path):
     root = ctx.label.workspace_root
     return (root + "/" + path if path else root) if root else (path or ".")
 
-def _own_compilation_context(ctx):
+def _own_compilation_context(ctx, spec):
     """The target's headers, defines and include roots, as cc_library makes them: the
     repository's root in the source and output trees (so `#include "pkg/k.h"` works in
-    external repositories too) and `includes`, relative to the package."""
+    external repositories too) and `includes`, relative to the package (`-isystem` with
+    `spec.system_includes`, as rules_cuda's)."""
     bin_root = ctx.bin_dir.path
     root = _repo_relative(ctx, "")
     quote = [root, bin_root + "/" + root if ctx.label.workspace_root else bin_root]
@@ -125,14 +192,17 @@ def _own_compilation_context(ctx):
         includes += [path, bin_root + "/" + path]
     return cc_common.create_compilation_context(
         headers = depset(ctx.files.hdrs),
-        includes = depset(includes),
+        includes = depset([] if spec.system_includes else includes),
+        system_includes = depset(includes if spec.system_includes else []),
         quote_includes = depset(quote),
-        defines = depset(ctx.attr.defines),
+        defines = depset(spec.public_defines),
     )
 
 def _compile_sources(
         ctx,
+        spec,
         *,
+        rdc,
         toolchain,
         cc_toolchain,
         groups,
@@ -143,7 +213,7 @@ def _compile_sources(
     if per_arch_list and not split:
         fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % ctx.label +
              "compile_mode=split (one nvcc per source sees every arch)")
-    flags = _nvcc_flags(ctx, cc_toolchain, compilation_context, toolchain, split, pic)
+    flags = _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, split, pic)
     extra = ["-D" + d for d in PER_ARCH_CCCL_DEFINES] if per_arch_list else []
     compiled = CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS
     sources = [f for f in ctx.files.srcs if f.extension in compiled]
@@ -172,21 +242,45 @@ def _compile_sources(
             outputs.append(emit_compile_mono(ctx, **common))
     return outputs
 
-def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain, pic):
+def _device_runtime(ctx, feature_configuration, cc_toolchain, toolchain):
+    """The device runtime (`libcudadevrt.a`) as a linking context: nvcc links it into
+    every rdc program (`-lcudadevrt`); a static archive, linked only where referenced."""
+    return cc_common.create_linking_context(linker_inputs = depset([
+        cc_common.create_linker_input(
+            owner = ctx.label,
+            libraries = depset([cc_common.create_library_to_link(
+                actions = ctx.actions,
+                feature_configuration = feature_configuration,
+                cc_toolchain = cc_toolchain,
+                static_library = toolchain.cudadevrt,
+            )]),
+        ),
+    ]))
+
+def _link(ctx, spec, *, objects, deps_cc, toolchain, cc_toolchain, pic, rdc, device_link):
+    """The target's archive (its objects, and with `device_link` the device-link object)
+    as a linking context over its deps'."""
     feature_configuration = configure_cc_features(ctx, cc_toolchain)
+    extra = []
+    if device_link:
+        extra.append(_device_runtime(ctx, feature_configuration, cc_toolchain, toolchain))
     linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
         actions = ctx.actions,
         feature_configuration = feature_configuration,
         cc_toolchain = cc_toolchain,
         # PIC objects serve executables and shared objects alike; plain ones only
         # executables (and shared objects where the toolchain needs no PIC).
-        compilation_outputs = compilation_outputs(objects, pic),
-        linking_contexts = [c.linking_context for c in deps_cc + [toolchain.cudart]],
+        compilation_outputs = compilation_outputs(
+            objects + spec.extra_objects + ([device_link] if device_link else []),
+            pic,
+        ),
+        linking_contexts = [c.linking_context for c in deps_cc + [toolchain.cudart]] + extra,
+        user_link_flags = spec.host_linkopts,
         name = ctx.label.name,
-        alwayslink = ctx.attr.alwayslink,
+        alwayslink = spec.alwayslink,
         disallow_dynamic_library = True,
     )
-    if ctx.attr.rdc:
+    if rdc and not device_link:
         guard = emit_rdc_guard(
             ctx,
             cc_toolchain = cc_toolchain,
@@ -200,9 +294,9 @@ def _link(ctx, *, objects, deps_cc, toolchain, cc_toolchain, pic):
         ]).linking_context
     return linking_context
 
-def _rdc_info(ctx, outputs, groups, split):
+def _rdc_info(ctx, outputs, groups, split, rdc):
     rdc_deps = [d[CudaRdcInfo] for d in ctx.attr.deps if CudaRdcInfo in d]
-    if not ctx.attr.rdc:
+    if not rdc:
         return merge_rdc_infos(rdc_deps)
     return merge_rdc_infos(
         rdc_deps,
@@ -215,6 +309,7 @@ def _rdc_info(ctx, outputs, groups, split):
 
 def _providers(
         ctx,
+        spec,
         *,
         toolchain,
         groups,
@@ -222,8 +317,11 @@ def _providers(
         compilation_context,
         linking_context,
         deps_cc,
-        split):
-    """What a cuda_library gives: its files, CcInfo, CudaInfo, CudaRdcInfo, output groups."""
+        rdc,
+        rdc_info,
+        device_link):
+    """What a cuda_library gives: its files, CcInfo, CudaInfo, CudaRdcInfo,
+    CudaDefinesInfo, output groups."""
     objects = [o.obj for o in outputs]
     ptx = depset([f for o in outputs for f in o.ptx])
     cubins = depset([f for o in outputs for f in o.cubins])
@@ -234,10 +332,11 @@ def _providers(
         for li in linking_context.linker_inputs.to_list()
         if li.owner == ctx.label
         for lib in li.libraries
+        if lib.static_library or lib.pic_static_library
     ]
     own = CcInfo(compilation_context = compilation_context, linking_context = linking_context)
     return [
-        DefaultInfo(files = depset(objects + archives)),
+        DefaultInfo(files = depset(objects + ([device_link] if device_link else []) + archives)),
         # The CUDA runtime's headers and library reach dependents, as with rules_cuda:
         # a cc_library/cc_binary using this one can include <cuda_runtime.h>. (CUDA
         # targets leave the SDK's include paths out of nvcc's flags: nvcc adds its own.)
@@ -247,9 +346,10 @@ def _providers(
             cubins = cubins,
             fatbins = fatbins,
             archs = ["%s:%s" % (g.virtual, ",".join(codes_of(g))) for g in groups],
-            rdc = ctx.attr.rdc,
+            rdc = rdc,
         ),
-        _rdc_info(ctx, outputs, groups, split),
+        rdc_info,
+        CudaDefinesInfo(defines = all_device_defines(ctx, spec)),
         OutputGroupInfo(
             cuda_ptx = ptx,
             cuda_cubin = cubins,
@@ -258,21 +358,27 @@ def _providers(
         ),
     ]
 
-def _cuda_library_impl(ctx):
-    toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
-    cc_toolchain = find_cc_toolchain(ctx)
-    groups = resolve_archs(ctx, toolchain)
-    if not ctx.attr.rdc and [g for g in groups if g.lto]:
-        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
-    deps_cc = [d[CcInfo] for d in ctx.attr.deps]
+def compile_cuda_sources(ctx, spec, *, toolchain, cc_toolchain, groups, rdc):
+    """Compiles the target's `srcs` (the first half of build_cuda_library, which
+    cuda_objects uses alone).
+
+    Returns:
+      struct(groups, outputs, compilation_context, deps_cc, split, pic, rdc_info): the
+      archs; the emitters' results, one a source; the merged compilation context; the
+      deps' CcInfo; whether split mode; the PIC flags; the CudaRdcInfo of the target and
+      its deps.
+    """
+    deps_cc = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d]
     compilation_context = cc_common.merge_cc_infos(
-        direct_cc_infos = [CcInfo(compilation_context = _own_compilation_context(ctx))],
+        direct_cc_infos = [CcInfo(compilation_context = _own_compilation_context(ctx, spec))],
         cc_infos = deps_cc,
     ).compilation_context
     split = ctx.attr._compile_mode[CudaCompileModeInfo].mode == "split"
     pic = pic_flags(ctx, cc_toolchain)
     outputs = _compile_sources(
         ctx,
+        spec,
+        rdc = rdc,
         toolchain = toolchain,
         cc_toolchain = cc_toolchain,
         groups = groups,
@@ -280,24 +386,106 @@ def _cuda_library_impl(ctx):
         split = split,
         pic = pic,
     )
-    linking_context = _link(
-        ctx,
-        objects = [o.obj for o in outputs],
-        deps_cc = deps_cc,
-        toolchain = toolchain,
-        cc_toolchain = cc_toolchain,
-        pic = bool(pic),
-    )
-    return _providers(
-        ctx,
-        toolchain = toolchain,
+    return struct(
         groups = groups,
         outputs = outputs,
         compilation_context = compilation_context,
-        linking_context = linking_context,
         deps_cc = deps_cc,
         split = split,
+        pic = pic,
+        rdc_info = _rdc_info(ctx, outputs, groups, split, rdc),
     )
+
+def build_cuda_library(ctx, spec, lto_implies_rdc = False):
+    """A cuda_library's actions and providers, from its attributes' meaning (`spec`, a
+    library_spec).
+
+    Args:
+      ctx: the context of a rule with the attributes of cuda_library's LIBRARY_ATTRS.
+      spec: library_spec.
+      lto_implies_rdc: bool, `lto_` archs turn `rdc` on (rules_cuda) instead of failing.
+
+    Returns:
+      The rule's providers.
+    """
+    toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
+    cc_toolchain = find_cc_toolchain(ctx)
+    groups = resolve_archs(ctx, toolchain)
+    lto = [g for g in groups if g.lto]
+    rdc = spec.rdc or bool(lto and lto_implies_rdc)
+    if not rdc and lto:
+        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
+    compiled = compile_cuda_sources(
+        ctx,
+        spec,
+        toolchain = toolchain,
+        cc_toolchain = cc_toolchain,
+        groups = groups,
+        rdc = rdc,
+    )
+    device_link = None
+    if rdc and spec.self_link:
+        device_link = emit_device_link(
+            ctx,
+            rdc = compiled.rdc_info,
+            groups = groups,
+            toolchain = toolchain,
+            cc_toolchain = cc_toolchain,
+            host_flags = compiled.pic,
+        ).obj
+    linking_context = _link(
+        ctx,
+        spec,
+        objects = [o.obj for o in compiled.outputs],
+        deps_cc = compiled.deps_cc,
+        toolchain = toolchain,
+        cc_toolchain = cc_toolchain,
+        pic = bool(compiled.pic),
+        rdc = rdc,
+        device_link = device_link,
+    )
+    return _providers(
+        ctx,
+        spec,
+        toolchain = toolchain,
+        groups = groups,
+        outputs = compiled.outputs,
+        compilation_context = compiled.compilation_context,
+        linking_context = linking_context,
+        deps_cc = compiled.deps_cc,
+        rdc = rdc,
+        rdc_info = compiled.rdc_info,
+        device_link = device_link,
+    )
+
+def _cuda_library_impl(ctx):
+    return build_cuda_library(ctx, library_spec(
+        public_defines = ctx.attr.defines,
+        local_defines = ctx.attr.local_defines,
+        ptxas_opts = ctx.attr.ptxas_opts,
+        rdc = ctx.attr.rdc,
+        alwayslink = ctx.attr.alwayslink,
+    ))
+
+# The private attributes of every rule that compiles with compile_cuda_sources.
+LIBRARY_PRIVATE_ATTRS = dict({
+    "_compile_mode": attr.label(
+        default = Label("//cuda:compile_mode"),
+        providers = [CudaCompileModeInfo],
+        doc = "split or mono.",
+    ),
+    "_device_arch_list": attr.label(
+        default = Label("//cuda:device_arch_list"),
+        providers = [CudaDeviceArchListInfo],
+        doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
+    ),
+    "_host_copts": attr.label(
+        default = Label("//cuda:host_copts"),
+        providers = [CudaHostCoptsSettingInfo],
+        doc = "Host compiler flags for every CUDA target of the build " +
+              "(--@rules_cuda_split//cuda:host_copts).",
+    ),
+}, **STEP_RULE_ATTRS)
 
 cuda_library = rule(
     implementation = _cuda_library_impl,
@@ -314,12 +502,12 @@ cuda_library = rule(
           "device optimisation off.",
     attrs = dict({
         "srcs": attr.label_list(
-            allow_files = [".cu", ".cc", ".cpp", ".cxx"] + _HEADER_EXTENSIONS,
+            allow_files = CUDA_LIBRARY_SOURCE_TYPES + HEADER_TYPES,
             doc = "Sources to compile: `.cu`, and `.cc`/`.cpp`/`.cxx`, compiled as CUDA " +
                   "(`nvcc -x cu`); headers listed here are private to the target.",
         ),
         "hdrs": attr.label_list(
-            allow_files = _HEADER_EXTENSIONS,
+            allow_files = HEADER_TYPES,
             doc = "Public headers, visible to dependents.",
         ),
         "deps": attr.label_list(
@@ -367,17 +555,7 @@ cuda_library = rule(
             default = False,
             doc = "Link every object of this library into binaries, used or not.",
         ),
-        "_compile_mode": attr.label(
-            default = Label("//cuda:compile_mode"),
-            providers = [CudaCompileModeInfo],
-            doc = "split or mono.",
-        ),
-        "_device_arch_list": attr.label(
-            default = Label("//cuda:device_arch_list"),
-            providers = [CudaDeviceArchListInfo],
-            doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
-        ),
-    }, **STEP_RULE_ATTRS),
+    }, **LIBRARY_PRIVATE_ATTRS),
     fragments = ["cpp"],
     toolchains = STEP_RULE_TOOLCHAINS,
 )

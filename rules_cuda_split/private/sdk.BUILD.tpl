@@ -135,6 +135,33 @@ cc_library(
     srcs = ["%{lib}/libcudadevrt.a"],
     deps = [":cuda_headers"],
 )
+
+# rules_cuda's names of the runtime and CCCL, so BUILD files written for rules_cuda keep
+# their deps (docs/migrating-from-rules_cuda.md).
+alias(
+    name = "cuda_runtime",
+    actual = ":cudart_static",
+)
+
+alias(
+    name = "cuda_runtime_static",
+    actual = ":cudart_static",
+)
+
+alias(
+    name = "thrust",
+    actual = ":cuda_headers",
+)
+
+alias(
+    name = "cub",
+    actual = ":cuda_headers",
+)
+
+alias(
+    name = "libcudacxx",
+    actual = ":cuda_headers",
+)
 %{shared_libs}
 # What the SDK is: each tool as its own file group, so that each action declares only
 # the tool and headers it runs with (and nvcc with nvcc.profile: every action asks nvcc's

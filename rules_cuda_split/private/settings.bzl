@@ -1,5 +1,5 @@
-"""Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode`,
-`:device_arch_list` and `:version`."""
+"""Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:host_copts`,
+`:compile_mode`, `:device_arch_list`, `:version`, `:enable` and `:compiler`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -111,4 +111,59 @@ version_flag = rule(
     doc = "The CUDA version to build with, among those a `cuda_wheel_sdks` hub declares " +
           "(`--@rules_cuda_split//cuda:version=13.2`); empty (default): the hub's default " +
           "version. The hub's toolchains and SDK aliases select on it.",
+)
+
+CudaHostCoptsSettingInfo = provider(
+    doc = "The value of the `host_copts` build setting.",
+    fields = {"copts": "list[string]: host compiler flags for every CUDA target of the build."},
+)
+
+def _host_copts_flag_impl(ctx):
+    return [CudaHostCoptsSettingInfo(copts = ctx.build_setting_value)]
+
+host_copts_flag = rule(
+    implementation = _host_copts_flag_impl,
+    build_setting = config.string_list(flag = True),
+    doc = "Host compiler flags for every `cuda_library` of the build, before the " +
+          "target's own `host_copts` (as rules_cuda's `--@rules_cuda//cuda:host_copts`), " +
+          "comma-separated: `--@rules_cuda_split//cuda:host_copts=-Wall,-Wextra`. Each " +
+          "reaches nvcc as `-Xcompiler=FLAG`.",
+)
+
+CudaEnableInfo = provider(
+    doc = "The value of the `enable` build setting.",
+    fields = {"enabled": "bool: whether CUDA targets may be built."},
+)
+
+def _enable_flag_impl(ctx):
+    return [CudaEnableInfo(enabled = ctx.build_setting_value)]
+
+enable_flag = rule(
+    implementation = _enable_flag_impl,
+    build_setting = config.bool(flag = True),
+    doc = "`False` turns the CUDA rules off, as rules_cuda's `--@rules_cuda//cuda:enable`: " +
+          "`:is_enabled` stops matching, targets with `target_compatible_with = " +
+          "requires_cuda()` (cuda/defs.bzl) are skipped by `//...`, and any other CUDA " +
+          "target fails at analysis time, naming the flag.",
+)
+
+CudaCompilerInfo = provider(
+    doc = "The value of the `compiler` build setting.",
+    fields = {"compiler": "string: `nvcc`, the only CUDA compiler of these rules."},
+)
+
+COMPILERS = ["nvcc"]
+
+def _compiler_flag_impl(ctx):
+    value = ctx.build_setting_value
+    if value == "clang":
+        fail(("--%s=clang: these rules compile CUDA with nvcc only (each step of nvcc's " +
+              "own plan is an action); drop the flag or set it to nvcc") % ctx.label)
+    return [CudaCompilerInfo(compiler = _accepted_value(ctx, COMPILERS))]
+
+compiler_flag = rule(
+    implementation = _compiler_flag_impl,
+    build_setting = config.string(flag = True),
+    doc = "The CUDA compiler, as rules_cuda's `--@rules_cuda//cuda:compiler`: `nvcc` " +
+          "(the default and the only one); `clang` fails at analysis time, saying so.",
 )

@@ -1,0 +1,2 @@
+// Found through `includes = ["inc"]` (-isystem).
+#define RC_INC_VALUE 5

@@ -1,0 +1,3 @@
+int a_run();
+
+int main() { return a_run(); }
