@@ -78,7 +78,8 @@ var stubGlobals = []string{
 	// WORKSPACE and BUILD files
 	"workspace", "local_repository", "new_local_repository", "bind", "package",
 	"exports_files", "filegroup", "alias", "genrule", "glob", "toolchain",
-	"toolchain_type", "config_setting", "test_suite",
+	"toolchain_type", "config_setting", "constraint_setting", "constraint_value",
+	"platform", "test_suite",
 }
 
 func main() {
