@@ -119,6 +119,8 @@ RULES: tuple[Rule, ...] = (
         ),
         "CudaPreprocess|CudaHostCompile|CudaCompileMono",
     ),
+    # Issue 51 item 3: the plan's vocabulary generated into a runner module of its own.
+    Rule("issue 51 item 3: runner file vocabulary.py", "input+", _RUNNER + "vocabulary.py", _STEPS),
 )
 
 

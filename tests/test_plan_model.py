@@ -39,7 +39,7 @@ def _starlark_tables() -> dict:
 def test_step_kinds_agree() -> None:
     got = _starlark_tables()
     assert got["kinds"] == list(planlib.STEP_KINDS)
-    assert set(got["link_kinds"]) == {*planlib.LINK_KINDS, planlib.REGISTER}
+    assert got["link_kinds"] == planlib.LINK_KINDS
 
 
 def test_file_names_agree() -> None:

@@ -12,45 +12,59 @@ interpreter in the tests (tests/plan_bzl.py). Errors are returned, not raised, s
 choose between `fail()` and a test assertion.
 """
 
-# The kinds of the steps of nvcc's plan for one source, as the step runner's `--kind`
-# names them (tools/cuda_split/plan.py: STEP_KINDS).
-HOST_PREPROCESS = "host_preprocess"
-CUDAFE = "cudafe"
-DEVICE_PREPROCESS = "device_preprocess"
-CICC = "cicc"
-PTXAS = "ptxas"
+load(
+    ":vocabulary.bzl",
+    _ACTIONS = "ACTIONS",
+    _CICC = "CICC",
+    _CUDAFE = "CUDAFE",
+    _DEVICE_PREPROCESS = "DEVICE_PREPROCESS",
+    _FATBINARY = "FATBINARY",
+    _FIXED_NAMES = "FIXED_NAMES",
+    _HOST_COMPILE = "HOST_COMPILE",
+    _HOST_PREPROCESS = "HOST_PREPROCESS",
+    _LINK_FATBINARY = "LINK_FATBINARY",
+    _LINK_HOST_COMPILE = "LINK_HOST_COMPILE",
+    _LINK_INPUT = "LINK_INPUT",
+    _LINK_KINDS = "LINK_KINDS",
+    _MNEMONICS = "MNEMONICS",
+    _MONO = "MONO",
+    _NVLINK = "NVLINK",
+    _PER_ARCH_KINDS = "PER_ARCH_KINDS",
+    _PER_ARCH_NAMES = "PER_ARCH_NAMES",
+    _PTXAS = "PTXAS",
+    _REGISTER = "REGISTER",
+    _STEP_KINDS = "STEP_KINDS",
+    _TILEIRAS = "TILEIRAS",
+    _TILE_FATBINARY = "TILE_FATBINARY",
+    _TILE_MODES = "TILE_MODES",
+)
 
-# Tile compilation (CUDA 13.3+, nvcc's --enable-tile and --tile-only): cicc also writes
-# tile bitcode (`tilebc`), tileiras compiles it per real arch, and a second fatbinary packs
-# those cubins (`tile.fatbin.c`, which cicc's stub includes beside `fatbin.c`).
-TILEIRAS = "tileiras"
-TILE_FATBINARY = "tile_fatbinary"
-FATBINARY = "fatbinary"
-HOST_COMPILE = "host_compile"
-
-STEP_KINDS = [
-    HOST_PREPROCESS,
-    CUDAFE,
-    DEVICE_PREPROCESS,
-    CICC,
-    PTXAS,
-    TILEIRAS,
-    TILE_FATBINARY,
-    FATBINARY,
-    HOST_COMPILE,
-]
-
-# source_steps' `tile`: nvcc's --enable-tile (SIMT and tile code) and --tile-only.
-TILE_MODES = ["enable", "only"]
-
-# The kinds of a device link's actions (the steps of nvcc's `-dlink` plan, and the
-# registration file the step runner writes itself), and of a mono compile.
-NVLINK = "nvlink"
-REGISTER = "register"
-LINK_FATBINARY = "link_fatbinary"
-LINK_HOST_COMPILE = "link_host_compile"
-LINK_KINDS = [NVLINK, REGISTER, LINK_FATBINARY, LINK_HOST_COMPILE]
-MONO = "mono"
+# The plan's vocabulary (step kinds, link kinds, file names of roles, the actions and
+# their mnemonics): generated from tools/plan_vocabulary.json into vocabulary.bzl and
+# tools/cuda_split/vocabulary.py (scripts/plan_vocabulary.py); re-exported here.
+HOST_PREPROCESS = _HOST_PREPROCESS
+CUDAFE = _CUDAFE
+DEVICE_PREPROCESS = _DEVICE_PREPROCESS
+CICC = _CICC
+PTXAS = _PTXAS
+TILEIRAS = _TILEIRAS
+TILE_FATBINARY = _TILE_FATBINARY
+FATBINARY = _FATBINARY
+HOST_COMPILE = _HOST_COMPILE
+STEP_KINDS = _STEP_KINDS
+PER_ARCH_KINDS = _PER_ARCH_KINDS
+NVLINK = _NVLINK
+LINK_FATBINARY = _LINK_FATBINARY
+LINK_HOST_COMPILE = _LINK_HOST_COMPILE
+LINK_KINDS = _LINK_KINDS
+REGISTER = _REGISTER
+MONO = _MONO
+TILE_MODES = _TILE_MODES
+LINK_INPUT = _LINK_INPUT
+FIXED_NAMES = _FIXED_NAMES
+PER_ARCH_NAMES = _PER_ARCH_NAMES
+ACTIONS = _ACTIONS
+MNEMONICS = _MNEMONICS
 
 ACCEPTED_FORMS = (
     "groups separated by ';'; a group is either a comma list of shorthands, each its own " +
@@ -252,33 +266,6 @@ def gencode(group):
     """The nvcc -gencode flag of one group."""
     return "-gencode=arch=%s,code=[%s]" % (group.virtual, ",".join(codes_of(group)))
 
-# File names of roles: `<stem>.<name>` for the files of a source (or of a device link),
-# `<stem>.<arch>.<name>` for the per-arch ones (`ptx:compute_90` -> `x.compute_90.ptx`).
-FIXED_NAMES = {
-    "cpp4.ii": "cpp4.ii",
-    "cudafe1.cpp": "cudafe1.cpp",
-    "fatbin": "fatbin",
-    "fatbin.c": "fatbin.c",
-    "module_id": "module_id",
-    "reg.c": "reg.c",
-    "obj": "o",
-    "tile.fatbin.c": "tile.fatbin.c",
-}
-
-PER_ARCH_NAMES = {
-    "arch_list": "arch_list.txt",
-    "cpp1.ii": "cpp1.ii",
-    "cubin": "cubin",
-    "linked": "linked.cubin",
-    "ltoir": "ltoir",
-    "prelinked": "prelinked",
-    "ptx": "ptx",
-    "ptxcheck": "ptxcheck",
-    "stub": "cudafe1.stub.c",
-    "tile_cubin": "tile.cubin",
-    "tilebc": "tilebc",
-}
-
 def file_name(stem, role):
     """The file name of `role` (e.g. `ptx:compute_90`) for a source named `stem`."""
     kind, _, arch = role.partition(":")
@@ -287,133 +274,6 @@ def file_name(stem, role):
     if kind in PER_ARCH_NAMES and arch:
         return "%s.%s.%s" % (stem, arch, PER_ARCH_NAMES[kind])
     fail("unknown file role '%s'" % role)
-
-# Every action the rules emit, by its steps' kinds joined with "+" (source_actions): its
-# mnemonic, its progress message, the toolchain's tool fields it reads (`sdk_files`:
-# `nvcc` for nvcc and nvcc.profile, which every action that runs nvcc's dryrun reads;
-# besides them, the host compiler's files, which the dryrun asks for its version; see
-# docs/design.md, "Inputs per step"), whether it reads
-# the source and its headers, and whether one of its steps runs the host compiler (gcc
-# -E or -c: the steps that the host compiler's flags, `-Xcompiler`, reach; nvcc plans
-# the others' commands the same without them). Compile actions format `progress` with
-# (source, arch); the device link's and mono's arguments are given beside each. Python's
-# table of mnemonics is tools/cuda_split/plan.py: MNEMONICS.
-ACTIONS = {
-    # The host preprocess, cudafe++ and the device preprocess of every arch: the steps
-    # that read the source and its headers and see every arch of the build.
-    HOST_PREPROCESS + "+" + CUDAFE + "+" + DEVICE_PREPROCESS: struct(
-        mnemonic = "CudaPreprocess",
-        progress = "Preprocessing %s%s for the host and the device (gcc -E, cudafe++)",
-        sdk_files = ["nvcc", "headers", "cudafe"],
-        reads_source = True,
-        host_compiler = True,
-    ),
-    # With device_arch_list=per_arch, the device preprocess sees its own arch only and
-    # runs in an action of its own.
-    HOST_PREPROCESS + "+" + CUDAFE: struct(
-        mnemonic = "CudaFrontend",
-        progress = "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
-        sdk_files = ["nvcc", "headers", "cudafe"],
-        reads_source = True,
-        host_compiler = True,
-    ),
-    DEVICE_PREPROCESS: struct(
-        mnemonic = "CudaDevicePreprocess",
-        progress = "Preprocessing %s for %s (device)",
-        sdk_files = ["nvcc", "headers"],
-        reads_source = True,
-        host_compiler = True,
-    ),
-    CICC: struct(
-        mnemonic = "CudaCicc",
-        progress = "Compiling %s for %s (cicc)",
-        sdk_files = ["nvcc", "cicc"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    PTXAS: struct(
-        mnemonic = "CudaPtxas",
-        progress = "Assembling %s for %s (ptxas)",
-        sdk_files = ["nvcc", "ptxas"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # (source, real arch)
-    TILEIRAS: struct(
-        mnemonic = "CudaTileiras",
-        progress = "Compiling the tile code of %s for %s (tileiras)",
-        sdk_files = ["nvcc", "tileiras"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # (source, ""): every arch's tile cubins (and bitcode) in the second fatbinary.
-    TILE_FATBINARY: struct(
-        mnemonic = "CudaTileFatbinary",
-        progress = "Packing the tile fatbinary of %s%s",
-        sdk_files = ["nvcc", "fatbinary"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # --tile-only: no SIMT fatbinary, so the host compile is an action of its own.
-    HOST_COMPILE: struct(
-        mnemonic = "CudaTileHostCompile",
-        progress = "Compiling the host code of %s%s",
-        sdk_files = ["nvcc", "host_headers"],
-        reads_source = False,
-        host_compiler = True,
-    ),
-    # The host compile's input is preprocessed: only crt/host_runtime.h and its
-    # includes are read (host_headers, no CCCL).
-    FATBINARY + "+" + HOST_COMPILE: struct(
-        mnemonic = "CudaHostCompile",
-        progress = "Packing the fatbinary of %s%s and compiling its host code",
-        sdk_files = ["nvcc", "fatbinary", "host_headers"],
-        reads_source = False,
-        host_compiler = True,
-    ),
-    # (source, the virtual archs)
-    MONO: struct(
-        mnemonic = "CudaCompileMono",
-        progress = "Compiling %s for %s (nvcc, all archs)",
-        sdk_files = ["nvcc", "headers", "cudafe", "cicc", "ptxas", "fatbinary"],
-        reads_source = True,
-        host_compiler = True,
-    ),
-    # nvlink reads libcudadevrt and, with -dlto, libnvvm (the toolchain's nvlink field).
-    # (binary, real arch, " -dlto" or "")
-    NVLINK: struct(
-        mnemonic = "CudaNvlink",
-        progress = "Device-linking %s for %s (nvlink%s)",
-        sdk_files = ["nvcc", "nvlink"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # The registration file is written by the runner, from the module ids: no SDK file,
-    # no dryrun. (binary)
-    REGISTER: struct(
-        mnemonic = "CudaRegister",
-        progress = "Listing the relocatable modules of %s",
-        sdk_files = [],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # (binary)
-    LINK_FATBINARY: struct(
-        mnemonic = "CudaLinkFatbinary",
-        progress = "Packing the device-linked fatbinary of %s",
-        sdk_files = ["nvcc", "fatbinary"],
-        reads_source = False,
-        host_compiler = False,
-    ),
-    # (binary)
-    LINK_HOST_COMPILE: struct(
-        mnemonic = "CudaLinkStub",
-        progress = "Compiling the device-link stub of %s",
-        sdk_files = ["nvcc", "link_stub"],
-        reads_source = False,
-        host_compiler = True,
-    ),
-}
 
 def tile_arch_error(groups):
     """Why nvcc cannot compile tile code for `groups` ("" when it can): its plan for a
@@ -714,11 +574,10 @@ def nvlink_flags(real, virtual, lto):
     whatever else the binary targets."""
     return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
 
-# The prefix of a device link step's roles that name files of the linked sources (their
-# source_steps roles), not of the link: `input:cubin:sm_90` is every linked source's
-# relocatable sm_90 cubin. nvcc's own -dlink plan reads the sources' host objects
-# (tools/cuda_split/plan.py names them `input:<i>`); the split reads each arch's code.
-LINK_INPUT = "input:"
+# LINK_INPUT (vocabulary.bzl) prefixes a device link step's roles that name files of the
+# linked sources (their source_steps roles), not of the link: `input:cubin:sm_90` is every
+# linked source's relocatable sm_90 cubin. nvcc's own -dlink plan reads the sources' host
+# objects (tools/cuda_split/plan.py names them `input:<i>`); the split reads each arch's code.
 
 def _link_step(kind, arch, inputs, outputs, nvcc_flags, lists = []):
     return struct(

@@ -34,6 +34,7 @@ STEP_RUNNER = [
     "cuda_split/steps_exec.py",
     "cuda_split/steps_link.py",
     "cuda_split/steps_mono.py",
+    "cuda_split/vocabulary.py",
 ]
 
 

@@ -17,98 +17,38 @@ import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
+# The plan's vocabulary (step kinds, link kinds, file names of roles, the rules' actions
+# and their mnemonics): generated from tools/plan_vocabulary.json, as plan.bzl's is
+# (scripts/plan_vocabulary.py); re-exported here.
+from cuda_split.vocabulary import (  # noqa: F401
+    ACTIONS,
+    CICC,
+    CUDAFE,
+    DEVICE_PREPROCESS,
+    FATBINARY,
+    FIXED_NAMES,
+    HOST_COMPILE,
+    HOST_PREPROCESS,
+    LINK_FATBINARY,
+    LINK_HOST_COMPILE,
+    LINK_INPUT,
+    LINK_KINDS,
+    MNEMONICS,
+    MONO,
+    NVLINK,
+    PER_ARCH_KINDS,
+    PER_ARCH_NAMES,
+    PTXAS,
+    REGISTER,
+    STEP_KINDS,
+    TILE_FATBINARY,
+    TILE_MODES,
+    TILEIRAS,
+)
+
 # The directory nvcc is told to keep its intermediate files in. It never exists: the
 # dryrun only prints names under it, which identify the files passed between steps.
 KEEP_DIR = "__cuda_split_keep__"
-
-HOST_PREPROCESS = "host_preprocess"
-CUDAFE = "cudafe"
-DEVICE_PREPROCESS = "device_preprocess"
-CICC = "cicc"
-PTXAS = "ptxas"
-# CUDA 13.3+ with --enable-tile/--tile-only: cicc also writes tile bitcode, tileiras
-# compiles it per real arch, and a second fatbinary packs those cubins.
-TILEIRAS = "tileiras"
-TILE_FATBINARY = "tile_fatbinary"
-FATBINARY = "fatbinary"
-HOST_COMPILE = "host_compile"
-NVLINK = "nvlink"
-
-# The kinds of the steps of one source, as the rules' actions name them (`--kind`); the
-# Starlark twin is plan.bzl's STEP_KINDS (tests/test_plan_model.py checks they agree).
-STEP_KINDS = (
-    HOST_PREPROCESS,
-    CUDAFE,
-    DEVICE_PREPROCESS,
-    CICC,
-    PTXAS,
-    TILEIRAS,
-    TILE_FATBINARY,
-    FATBINARY,
-    HOST_COMPILE,
-)
-
-# The kinds run once per arch (a device preprocess and cicc per virtual arch, a ptxas and
-# a tileiras per real arch); the others run once a source.
-PER_ARCH_KINDS = (DEVICE_PREPROCESS, CICC, PTXAS, TILEIRAS)
-
-# A device link's kinds (`--kind`) -> the step of nvcc's `-dlink` plan each runs, and the
-# one the step runner does itself: the registration file of the linked modules.
-LINK_KINDS = {
-    "nvlink": NVLINK,
-    "link_fatbinary": FATBINARY,
-    "link_host_compile": HOST_COMPILE,
-}
-REGISTER = "register"
-
-# The kind that runs nvcc's whole plan in one action (compile_mode=mono).
-MONO = "mono"
-
-# Each action's mnemonic -> the kinds it runs (plan.bzl's ACTIONS).
-MNEMONICS = {
-    "CudaPreprocess": (HOST_PREPROCESS, CUDAFE, DEVICE_PREPROCESS),
-    "CudaFrontend": (HOST_PREPROCESS, CUDAFE),
-    "CudaDevicePreprocess": (DEVICE_PREPROCESS,),
-    "CudaCicc": (CICC,),
-    "CudaPtxas": (PTXAS,),
-    "CudaTileiras": (TILEIRAS,),
-    "CudaTileFatbinary": (TILE_FATBINARY,),
-    "CudaHostCompile": (FATBINARY, HOST_COMPILE),
-    "CudaTileHostCompile": (HOST_COMPILE,),
-    "CudaCompileMono": (MONO,),
-    "CudaNvlink": ("nvlink",),
-    "CudaRegister": (REGISTER,),
-    "CudaLinkFatbinary": ("link_fatbinary",),
-    "CudaLinkStub": ("link_host_compile",),
-}
-
-# File names of roles, as the build systems declare them: `<stem>.<name>` for the roles
-# of a source, `<stem>.<arch>.<name>` for the per-arch ones (`ptx:compute_90` ->
-# `x.compute_90.ptx`). The Starlark twin is plan.bzl's FIXED_NAMES and PER_ARCH_NAMES;
-# tests/test_plan_model.py checks they agree.
-FIXED_NAMES = {
-    "cpp4.ii": "cpp4.ii",
-    "cudafe1.cpp": "cudafe1.cpp",
-    "fatbin": "fatbin",
-    "fatbin.c": "fatbin.c",
-    "module_id": "module_id",
-    "reg.c": "reg.c",
-    "obj": "o",
-    "tile.fatbin.c": "tile.fatbin.c",
-}
-PER_ARCH_NAMES = {
-    "arch_list": "arch_list.txt",
-    "cpp1.ii": "cpp1.ii",
-    "cubin": "cubin",
-    "linked": "linked.cubin",
-    "ltoir": "ltoir",
-    "prelinked": "prelinked",
-    "ptx": "ptx",
-    "ptxcheck": "ptxcheck",
-    "stub": "cudafe1.stub.c",
-    "tile_cubin": "tile.cubin",
-    "tilebc": "tilebc",
-}
 
 
 def file_name(stem: str, role: str) -> str:
