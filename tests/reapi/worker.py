@@ -489,9 +489,12 @@ class Worker:
             fetch = _secs(m.input_fetch_start_timestamp, m.input_fetch_completed_timestamp)
             run = _secs(m.execution_start_timestamp, m.execution_completed_timestamp)
             upload = _secs(m.output_upload_start_timestamp, m.output_upload_completed_timestamp)
+            # The first output names the action (scripts/gpu_worker_demo.sh matches it
+            # with Bazel's execution log).
+            first = outputs[0][0] if outputs else "-"
             log(
                 f"{command.arguments[-1][-90:]}: exit {exit_code}, "
-                f"fetch {fetch:.2f} s, run {run:.2f} s, upload {upload:.2f} s"
+                f"fetch {fetch:.2f} s, run {run:.2f} s, upload {upload:.2f} s, output {first}"
             )
             return result
         finally:
