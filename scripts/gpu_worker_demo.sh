@@ -171,5 +171,6 @@ fi
 cat "$WORK"/state/worker-*.log >"$OUT/workers.log"
 bzl shutdown >/dev/null 2>&1 || true
 cp "$WORK/state/backend.log" "$OUT/" 2>/dev/null || true
+gzip -f "$OUT"/*.exec.json
 say "$([ $status = 0 ] && echo "all checks passed" || echo "SOME CHECKS FAILED"); logs in $OUT"
 exit $status

@@ -9,7 +9,9 @@
   stopped mid-build under `--config=remote` (.bazelrc): the build completes locally
   without a `DEBUG: Upload to remote cache failed` line;
 - state: a temporary state directory (and PostgreSQL's) removed on exit, one left by a
-  killed script removed by the next start, `--state-dir` kept.
+  killed script removed by the next start, `--state-dir` kept;
+- GPU workers (`--gpu-worker`): tests asking for a GPU run on the GPU worker only, other
+  actions on CPU workers (which see no GPU), and a GPU no worker offers is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 
 from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
-from reapi.backend import find_cuda_installs, free_port
+from reapi.backend import GpuWorker, find_cuda_installs, free_port
 
 SCRIPT = REPO / "scripts" / "reapi_backend.sh"
 TARGET = "//examples/saxpy:saxpy"
@@ -609,3 +611,11 @@ def test_backend_without_gpu_workers_refuses_gpu_requests() -> None:
         "FailedPreconditionError no worker of this backend offers gpu=sm_90: it has no GPU "
         "worker (scripts/reapi_backend.sh --gpu-worker ARCH starts one)",
     ]
+
+
+def test_gpu_worker_specs() -> None:
+    assert GpuWorker.parse("sm_90") == [GpuWorker("sm_90", "")]
+    assert GpuWorker.parse("sm_90:0,1") == [GpuWorker("sm_90", "0,1")]
+    for bad in ("90", "sm90", "compute_90:0"):
+        with pytest.raises(ValueError, match=f"--gpu-worker '{bad}': want ARCH"):
+            GpuWorker.parse(bad)
