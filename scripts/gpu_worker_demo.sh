@@ -6,8 +6,10 @@
 # compile and link ran on a CPU worker and every test on the GPU worker, and that all
 # passed. Then two tests built for sm_80 only that ask for an sm_90 GPU (tests/gpu):
 # `wrong_lib` must fail its build at its library's arch check, `wrong_binary` must fail
-# its test before the binary runs; both with the check's message. Needs no network
-# (`bash scripts/setup.sh` done once: Bazel's offline overrides, BuildGrid's venv).
+# its test before the binary runs; both with the check's message. Needs no network:
+# Bazel's offline overrides (`.bazelrc.user` of `bash scripts/setup.sh`), BuildGrid's venv
+# and PostgreSQL 15 (scripts/reapi_setup.sh, or benchmarks/device_kit.sh's kit with
+# CUDA_SPLIT_REAPI_VENV and CUDA_SPLIT_PG_BIN set).
 #   bash scripts/gpu_worker_demo.sh [--sdk DIR] [--workers N] [--gpu ARCH[:DEVICES]|auto]
 #                                   [--targets 'PATTERN...'] [--out DIR] [--work DIR]
 #                                   [--port PORT]
@@ -80,9 +82,14 @@ fi
 
 # The backend: CPU workers and the GPU worker; stopped on exit.
 PID_FILE="$OUT/backend.pid"
-bash "$ROOT/scripts/reapi_backend.sh" --daemon --pid-file "$PID_FILE" --state-dir "$WORK/state" \
+# scripts/reapi_backend.sh without its set-up step (which would reach apt and PyPI when
+# something is missing): BuildGrid's venv from $CUDA_SPLIT_REAPI_VENV (default
+# .cache/reapi-venv), PostgreSQL 15 from $CUDA_SPLIT_PG_BIN (benchmarks/device_kit.sh).
+BACKEND=(python3 "$ROOT/tests/reapi/backend.py")
+"${BACKEND[@]}" --daemon --pid-file "$PID_FILE" --state-dir "$WORK/state" \
     --port "$PORT" --workers "$WORKERS" --gpu-worker "$GPU" | tee "$OUT/backend-start.txt"
-stop_backend() { bash "$ROOT/scripts/reapi_backend.sh" --stop --pid-file "$PID_FILE" || true; }
+[ -s "$PID_FILE" ] || { say "the backend did not start: $OUT/backend-start.txt"; exit 1; }
+stop_backend() { "${BACKEND[@]}" --stop --pid-file "$PID_FILE" || true; }
 trap stop_backend EXIT
 BASE="$WORK/output-base"
 bzl() { (cd "$WS" && bazel --output_base="$BASE" "$@"); }
