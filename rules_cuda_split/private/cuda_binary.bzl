@@ -110,7 +110,11 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
             parts = [":" + name + "_cuda", ":" + name + "_dlink"],
             gpu = gpu,
             require = gpu_require,
-            subject = "cuda_test //%s:%s" % (native.package_name(), name),
+            subject = "cuda_test %s//%s:%s" % (
+                "" if native.repository_name() == "@" else native.repository_name(),
+                native.package_name(),
+                name,
+            ),
             visibility = ["//visibility:private"],
             tags = tags + ["manual"],
             testonly = testonly,
