@@ -2,7 +2,7 @@
 # GPU tests on a GPU worker, on a machine with a GPU (docs/remote.md, "GPU tests"): starts
 # one BuildGrid (scripts/reapi_backend.sh) with CPU workers and one GPU worker, runs
 # `bazel test --remote_executor=...` of the examples' GPU tests (they ask for `gpu =
-# "any"`), and checks, from Bazel's execution log and the workers' logs, that every
+# "any"`) and of //tests/gpu:sm90 (asks for sm_90: its arch check runs), and checks, from Bazel's execution log and the workers' logs, that every
 # compile and link ran on a CPU worker and every test on the GPU worker, and that all
 # passed. Then two tests built for sm_80 only that ask for an sm_90 GPU (tests/gpu):
 # `wrong_lib` must fail its build at its library's arch check, `wrong_binary` must fail
@@ -24,7 +24,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SDK="${CUDA_SPLIT_SDK:-}"
 WORKERS=8
 GPU=auto
-TARGETS="//examples/..."
+TARGETS="//examples/... //tests/gpu:sm90"
 OUT=/tmp/gpu-worker-demo
 WORK=/tmp/gpu-worker-demo-work
 PORT=50071
