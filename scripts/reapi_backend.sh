@@ -6,8 +6,10 @@
 # output, while the rest keeps serving. State (CAS, action cache, logs) in --state-dir
 # DIR, kept, or in a temporary directory removed on exit. Prints the Bazel flags to use;
 # --daemon then returns, leaving it in the background (--stop --pid-file FILE stops it);
-# see docs/remote.md. Needs root (the workers use mount namespaces).
+# see docs/remote.md. --gpu-worker: a worker offering that GPU, for GPU tests only (CPU
+# workers see no GPU). Needs root (the workers use mount namespaces).
 #   bash scripts/reapi_backend.sh [--port 50051] [--workers N] [--state-dir DIR]
+#                                 [--gpu-worker ARCH[:DEVICES]|auto]...
 #                                 [--hide PATH]... [--no-hide]
 #                                 [--daemon] [--log FILE] [--pid-file FILE]
 #   bash scripts/reapi_backend.sh --stop --pid-file FILE

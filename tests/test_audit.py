@@ -360,3 +360,47 @@ def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
         }
     finally:
         bazel("shutdown", output_base=base, check=False)
+
+
+# ---------------------------------------------------------------------------------------
+# --check-gpu: the check behind `cuda_test(gpu = "sm_XY")` (rules_cuda_split/private/gpu.bzl)
+
+# An sm_80 cubin whose kernels cannot be read (LZ4): counted, as a real one.
+SM80_CUBIN = _entry(2, 80, b"compressed", 0x2011)
+PTX80 = _entry(1, 80, b".version 9.0\n.target sm_80\n.visible .entry k()\n{}\n")
+
+
+def test_gpu_check_passes_on_sass_or_ptx(tmp_path):
+    f = tmp_path / "lib.fatbin"
+    f.write_bytes(_fatbin(SM80_CUBIN, PTX80))
+    assert audit.gpu_check([str(f)], "sm_86", "sass", "//t:t") == (True, "")
+    assert audit.gpu_check([str(f)], "sm_90", "sass-or-ptx", "//t:t") == (True, "")
+    # A directory (a compile_mode=mono library's fatbins) is the files under it.
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.fatbin").write_bytes(_fatbin(SM80_CUBIN, PTX80))
+    assert audit.gpu_check([str(tmp_path / "d")], "sm_90", "sass-or-ptx", "//t:t")[0]
+
+
+def test_gpu_check_fails_naming_target_gpu_and_contents(tmp_path, capsys):
+    sass_only = tmp_path / "sass.fatbin"
+    sass_only.write_bytes(_fatbin(SM80_CUBIN))
+    ok, message = audit.gpu_check([str(sass_only)], "sm_90", "sass-or-ptx", "cuda_test //t:t")
+    assert not ok
+    assert message.splitlines()[:2] == [
+        "cuda_test //t:t asks for an sm_90 GPU (require sass-or-ptx), which can run neither "
+        "the SASS nor the PTX of:",
+        f"  {sass_only}: it carries SASS for sm_80 and no PTX",
+    ]
+    jit = tmp_path / "jit.fatbin"
+    jit.write_bytes(_fatbin(SM80_CUBIN, PTX80))
+    ok, message = audit.gpu_check([str(jit)], "sm_90", "sass", "cuda_test //t:t")
+    assert not ok and "which cannot run the SASS of:" in message
+    assert f"{jit}: it carries SASS for sm_80 and PTX for compute_80" in message
+    # The command line: exit status 1, the message on stderr and in -o.
+    out = tmp_path / "msg"
+    args = ["--check-gpu", "sm_90", "--subject", "cuda_test //t:t", "-o", str(out)]
+    assert audit.main([*args, str(sass_only)]) == 1
+    assert out.read_text().startswith("cuda_test //t:t asks for an sm_90 GPU")
+    assert "SASS for sm_80 and no PTX" in capsys.readouterr().err
+    assert audit.main([*args, str(jit)]) == 0
+    assert audit.main(["--check-gpu", "sm90", str(jit)]) == 2

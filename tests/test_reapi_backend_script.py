@@ -9,7 +9,9 @@
   stopped mid-build under `--config=remote` (.bazelrc): the build completes locally
   without a `DEBUG: Upload to remote cache failed` line;
 - state: a temporary state directory (and PostgreSQL's) removed on exit, one left by a
-  killed script removed by the next start, `--state-dir` kept.
+  killed script removed by the next start, `--state-dir` kept;
+- GPU workers (`--gpu-worker`): tests asking for a GPU run on the GPU worker only, other
+  actions on CPU workers (which see no GPU), and a GPU no worker offers is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 
 from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
-from reapi.backend import find_cuda_installs, free_port
+from reapi.backend import GpuWorker, find_cuda_installs, free_port
 
 SCRIPT = REPO / "scripts" / "reapi_backend.sh"
 TARGET = "//examples/saxpy:saxpy"
@@ -505,3 +507,115 @@ def test_daemon_pid_file_and_stop(tmp_path: pathlib.Path) -> None:
     finally:
         if pid and _alive(pid):
             os.kill(pid, signal.SIGTERM)
+
+
+def _gpu_workspace(work: pathlib.Path) -> pathlib.Path:
+    """A genrule and sh_tests asking for a GPU (the test exec group), each writing what
+    it sees of the GPUs."""
+    work.mkdir(parents=True)
+    (work / "WORKSPACE").write_text("")
+    # A test needs @bazel_tools' test set-up, which needs rules_cc and
+    # remote_coverage_tools: set-up's offline overrides.
+    shutil.copy(REPO / ".bazelrc.user", work / ".bazelrc")
+    (work / "t.sh").write_text(
+        '#!/bin/sh\necho "cvd=[${CUDA_VISIBLE_DEVICES-unset}]"\n'
+        'echo "$CUDA_VISIBLE_DEVICES" > "$TEST_UNDECLARED_OUTPUTS_DIR/cvd.txt"\n'
+    )
+    (work / "t.sh").chmod(0o755)
+    tests = "".join(
+        f'sh_test(name = "{n}", srcs = ["t.sh"], exec_properties = {{"test.gpu": "{v}"}})\n'
+        for n, v in (("sm90", "sm_90"), ("any", "any"), ("sm80", "sm_80"))
+    )
+    (work / "BUILD.bazel").write_text(
+        'genrule(name = "cpu", outs = ["cpu.txt"], '
+        'cmd = "echo cvd=[$${CUDA_VISIBLE_DEVICES-unset}] > $@")\n' + tests
+    )
+    return work
+
+
+@pytest.mark.bazel
+def test_gpu_worker_runs_gpu_tests_only_and_unserved_gpus_are_refused(
+    tmp_path: pathlib.Path,
+) -> None:
+    work = _gpu_workspace(tmp_path / "ws")
+    base = tmp_path / "output-base"
+    backend = Script(tmp_path / "backend.log", "--workers=1", "--no-hide", "--gpu-worker=sm_90:3")
+    try:
+        state = backend.ready()
+        assert "1 workers, a GPU worker (gpu=sm_90, CUDA_VISIBLE_DEVICES=3)" in backend.text()
+        remote = (
+            *backend.flags(),
+            "--remote_default_exec_properties=OSFamily=linux",
+            "--jobs=2",
+        )
+        built = bazel("test", *remote, "//:cpu", "//:sm90", "//:any", cwd=work, output_base=base)
+        assert re.search(r"\b\d+ remote\b", built.stderr), built.stderr[-2000:]
+        bin_dir = _bin_dir(work, base)
+        # The genrule ran on the CPU worker: CUDA_VISIBLE_DEVICES set, and empty.
+        assert (bin_dir / "cpu.txt").read_text() == "cvd=[]\n"
+        testlogs = bin_dir.parent / "testlogs"
+        for name in ("sm90", "any"):
+            outputs = testlogs / name / "test.outputs"
+            assert (outputs / "outputs.zip").is_file() or (outputs / "cvd.txt").is_file()
+            assert "cvd=[3]" in (testlogs / name / "test.log").read_text()
+        logs = {
+            d.name: (d.parent.parent / f"{d.name}.log")
+            for d in (state / "workers").glob("worker-*")
+        }
+        gpu_log = next(p for n, p in logs.items() if "gpu" in n).read_text()
+        cpu_log = next(p for n, p in logs.items() if "gpu" not in n).read_text()
+        # Each worker logs a line per action: the two tests (and their test.xml) on the
+        # GPU worker, the genrule on the CPU worker.
+        assert gpu_log.count(": exit 0") >= 2 and "cpu.txt" not in gpu_log, gpu_log
+        assert cpu_log.count(": exit 0") == 1 and "cpu.txt" in cpu_log, cpu_log
+
+        # A GPU no worker offers: refused at once, naming it and what is offered.
+        refused = bazel(
+            "test", *remote, "//:sm80", cwd=work, output_base=base, check=False, timeout=180
+        )
+        assert refused.returncode != 0
+        assert (
+            "no worker of this backend offers gpu=sm_80: its GPU workers offer gpu=sm_90, any"
+        ) in refused.stderr, refused.stderr[-3000:]
+    finally:
+        backend.stop()
+        bazel("shutdown", cwd=work, output_base=base, check=False)
+
+
+@pytest.mark.backend
+def test_backend_without_gpu_workers_refuses_gpu_requests() -> None:
+    """BuildGrid's property set (bgd_launcher.py) with no GPU worker, as the backend
+    configures it: an action asking for a GPU is refused with a message; others get
+    gpu=none, which only CPU workers offer."""
+    venv_python = REPO / ".cache" / "reapi-venv" / "bin" / "python"
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import bgd_launcher as b\n"
+        "from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2 "
+        "import Platform\n"
+        "s = b.load_gpu_property_set(gpu_key='gpu', offered=[], match_property_keys=['OSFamily'])\n"
+        "p = Platform(properties=[Platform.Property(name='OSFamily', value='linux')])\n"
+        "print(s.execution_properties(p)[1])\n"
+        "p.properties.add(name='gpu', value='sm_90')\n"
+        "try:\n    s.execution_properties(p)\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
+    proc = subprocess.run(
+        [str(venv_python), "-c", code, str(REPO / "tests" / "reapi")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "{'OSFamily': ['linux'], 'gpu': ['none']}",
+        "FailedPreconditionError no worker of this backend offers gpu=sm_90: it has no GPU "
+        "worker (scripts/reapi_backend.sh --gpu-worker ARCH starts one)",
+    ]
+
+
+def test_gpu_worker_specs() -> None:
+    assert GpuWorker.parse("sm_90") == [GpuWorker("sm_90", "")]
+    assert GpuWorker.parse("sm_90:0,1") == [GpuWorker("sm_90", "0,1")]
+    for bad in ("90", "sm90", "compute_90:0"):
+        with pytest.raises(ValueError, match=f"--gpu-worker '{bad}': want ARCH"):
+            GpuWorker.parse(bad)

@@ -6,6 +6,7 @@ load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
 load(":cuda_library.bzl", "cuda_library")
 load(":device_link.bzl", "cuda_device_link")
 load(":executable.bzl", "cuda_executable_binary", "cuda_executable_test")
+load(":gpu.bzl", "cuda_gpu_check", "gpu_exec_properties", "validate_gpu")
 
 # Attributes of the macro that configure the CUDA compile.
 _LIBRARY_ATTRS = [
@@ -52,6 +53,12 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
     common = {k: kwargs[k] for k in _COMMON_ATTRS if k in kwargs}
     lib_kwargs = {k: kwargs.pop(k) for k in _LIBRARY_ATTRS if k in kwargs}
     wrapper_kwargs = {}
+    gpu = kwargs.pop("gpu", "")
+    gpu_require = kwargs.pop("gpu_require", "sass-or-ptx")
+    gpu_properties = kwargs.pop("gpu_properties", None)
+    validate_gpu(gpu, "cuda_test " + name)
+    if gpu and cc_rule != cc_test:
+        fail("cuda_binary %s: gpu = %r: only a cuda_test asks for a GPU" % (name, gpu))
     if cc_rule == cc_test:
         wrapper_kwargs = {k: kwargs.pop(k) for k in _TEST_ATTRS if k in kwargs}
     if "args" in kwargs:
@@ -88,6 +95,32 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         visibility = ["//visibility:private"],
         **dict(kwargs, tags = tags + ["manual"])
     )
+    if gpu:
+        # Properties of the wrapper, whose only action is the test's: every compile and
+        # link belongs to the targets above.
+        wrapper_kwargs["exec_properties"] = gpu_exec_properties(
+            gpu,
+            gpu_properties,
+            exec_group = "",
+        )
+    if gpu.startswith("sm_"):
+        cuda_gpu_check(
+            name = name + "_gpu_check",
+            binary = ":" + name + "_bin",
+            parts = [":" + name + "_cuda", ":" + name + "_dlink"],
+            gpu = gpu,
+            require = gpu_require,
+            subject = "cuda_test %s//%s:%s" % (
+                "" if native.repository_name() == "@" else native.repository_name(),
+                native.package_name(),
+                name,
+            ),
+            visibility = ["//visibility:private"],
+            tags = tags + ["manual"],
+            testonly = testonly,
+            **common
+        )
+        wrapper_kwargs["gpu_check"] = ":" + name + "_gpu_check"
     wrapper(
         name = name,
         binary = ":" + name + "_bin",
@@ -119,14 +152,35 @@ def cuda_binary(name, deps = [], host_srcs_as_cuda = False, **kwargs):
     """
     _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_binary, cuda_executable_binary)
 
-def cuda_test(name, deps = [], host_srcs_as_cuda = False, **kwargs):
+def cuda_test(
+        name,
+        deps = [],
+        host_srcs_as_cuda = False,
+        gpu = "",
+        gpu_require = "sass-or-ptx",
+        gpu_properties = None,
+        **kwargs):
     """A test from CUDA and C++ sources: as `cuda_binary`, with `cc_test`.
+
+    With `gpu`, the test action, and no other, asks for a worker with a GPU (execution
+    properties from `gpu_properties`); with an arch there, a build-time check
+    (`cuda_gpu_check`, target `name + "_gpu_check"`) that such a GPU can run the binary
+    and every CUDA library it links: a library it cannot run fails the build, a binary
+    it cannot run fails the test before the binary starts, each naming the test, the GPU
+    and what the file carries.
 
     Args:
       name: the test's name.
       deps: `cuda_library`/`cc_library` targets.
       host_srcs_as_cuda: as for `cuda_binary`.
+      gpu: "" (no GPU asked for), "any" (a worker with any GPU) or one arch, "sm_XY".
+      gpu_require: with an arch: "sass-or-ptx" (the GPU runs a cubin or JIT-compiles
+        PTX) or "sass" (a cubin for it; no JIT at start-up).
+      gpu_properties: dict, the execution properties of a GPU request, each value's
+        `{gpu}` replaced by `gpu`; default `{"gpu": "{gpu}"}` (docs/remote.md: BuildGrid,
+        BuildBuddy, EngFlow).
       **kwargs: as for `cuda_binary`; size, timeout, flaky, shard_count, local, args and
         env go to `name`, the test `bazel test` runs.
     """
+    kwargs.update(gpu = gpu, gpu_require = gpu_require, gpu_properties = gpu_properties)
     _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_test, cuda_executable_test)

@@ -8,6 +8,7 @@ the device link.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
+load(":gpu.bzl", "GpuCheckInfo")
 
 CUDA_OUTPUT_GROUPS = ["cuda_ptx", "cuda_cubin", "cuda_fatbin", "cuda_arch_list"]
 
@@ -38,15 +39,40 @@ cuda_outputs_aspect = aspect(
           "`cc_library` and any other rule with `deps`.",
 )
 
+def _sh_quote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
 def _executable_impl(ctx):
     binary = ctx.attr.binary[DefaultInfo]
     exe = ctx.actions.declare_file(ctx.label.name)
-    ctx.actions.symlink(
-        output = exe,
-        target_file = binary.files_to_run.executable,
-        is_executable = True,
-    )
-    runfiles = ctx.runfiles(files = [exe]).merge(binary.default_runfiles)
+    check = ctx.attr.gpu_check[GpuCheckInfo] if ctx.attr.gpu_check else None
+    extra = []
+    if check:
+        # The binary's build-time verdict, read before the binary runs: a GPU that
+        # cannot run it fails the test at once. (A file write, no action of its own:
+        # the test action is the only one of this target to run on the GPU worker.)
+        script = [
+            "#!/bin/sh",
+            "if [ \"$(cat %s)\" != 0 ]; then cat %s >&2; exit 1; fi" % (
+                _sh_quote(check.status.short_path),
+                _sh_quote(check.message.short_path),
+            ),
+            "exec %s \"$@\"" % _sh_quote(binary.files_to_run.executable.short_path),
+        ]
+        ctx.actions.write(exe, "\n".join(script) + "\n", is_executable = True)
+        extra = [check.status, check.message, binary.files_to_run.executable]
+        extra_depsets = [check.checked]
+    else:
+        ctx.actions.symlink(
+            output = exe,
+            target_file = binary.files_to_run.executable,
+            is_executable = True,
+        )
+        extra_depsets = []
+    runfiles = ctx.runfiles(
+        files = [exe] + extra,
+        transitive_files = depset(transitive = extra_depsets),
+    ).merge(binary.default_runfiles)
     groups = _collect(None, ctx.attr.parts)
     providers = [
         DefaultInfo(executable = exe, files = depset([exe]), runfiles = runfiles),
@@ -69,6 +95,12 @@ _ATTRS = {
         aspects = [cuda_outputs_aspect],
         doc = "The macro's `cuda_library` and `cuda_device_link`: their output groups, " +
               "and those along their `deps`, become this target's.",
+    ),
+    "gpu_check": attr.label(
+        providers = [GpuCheckInfo],
+        doc = "`cuda_test` with an arch in `gpu`: the `cuda_gpu_check` of the binary and " +
+              "its libraries; the test reads the binary's verdict before running it, and " +
+              "the libraries' checks are in its runfiles (so built with it).",
     ),
     "env": attr.string_dict(
         doc = "Environment of the test (`cuda_test` only; `bazel run` of a " +

@@ -11,7 +11,10 @@
 - Workers (`worker.py`): each in its own mount namespace (`unshare --mount`), where every
   CUDA install `default_hidden()` finds on the machine is hidden (an empty tmpfs over a
   directory, an empty file over a file), so an action that reads an SDK file it did not
-  declare fails.
+  declare fails. CPU workers offer `gpu=none` and see no GPU (`/dev/nvidia*` hidden,
+  `CUDA_VISIBLE_DEVICES` empty); GPU workers (`gpu_workers`) offer `gpu=<arch>` and
+  `gpu=any` and run only actions that ask for one of them (`!gpu-property-set`,
+  bgd_launcher.py).
 
 Everything runs in its own process group and is stopped, by PID, by `stop()` (also on
 an exception inside the `with`). `supervise()` restarts what died (a worker, BuildGrid,
@@ -42,8 +45,12 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_VENV = pathlib.Path(os.environ.get("CUDA_SPLIT_REAPI_VENV", REPO / ".cache" / "reapi-venv"))
 PG_BIN = pathlib.Path(os.environ.get("CUDA_SPLIT_PG_BIN", "/usr/lib/postgresql/15/bin"))
 INSTANCE = "main"
-# The one platform property the workers offer and actions ask for.
+# The platform property every worker offers and actions ask for.
 PLATFORM = {"OSFamily": "linux"}
+# The property a GPU request sets (the rules' default, rules_cuda_split/private/
+# gpu_request.bzl): a GPU worker offers its arch and "any", a CPU worker "none".
+GPU_KEY = "gpu"
+NO_GPU = "none"
 SETUP_HINT = "run `bash scripts/setup.sh` (it runs scripts/reapi_setup.sh)"
 
 
@@ -210,11 +217,52 @@ def default_hidden(exclude: list[str] | None = None) -> list[str]:
     return [h for h in hidden if not any(h.startswith(o + "/") for o in hidden if o != h)]
 
 
+@dataclass(frozen=True)
+class GpuWorker:
+    """A worker that offers a GPU: its arch (`sm_90`), and the devices its actions see
+    (`CUDA_VISIBLE_DEVICES`; "" leaves it unset: every GPU of the machine)."""
+
+    arch: str
+    devices: str = ""
+
+    @staticmethod
+    def parse(spec: str) -> list[GpuWorker]:
+        """`ARCH[:DEVICES]` (sm_90, sm_90:0, sm_90:0,1), or `auto`: one worker per GPU
+        nvidia-smi lists, with its arch and index."""
+        if spec == "auto":
+            return detect_gpus()
+        arch, _, devices = spec.partition(":")
+        if not arch.startswith("sm_") or not arch[3:].isdigit():
+            raise ValueError(f"--gpu-worker {spec!r}: want ARCH[:DEVICES] (sm_90, sm_90:0) or auto")
+        return [GpuWorker(arch, devices)]
+
+
+def detect_gpus() -> list[GpuWorker]:
+    """One GpuWorker per GPU of `nvidia-smi --query-gpu=index,compute_cap`."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise ValueError(f"--gpu-worker auto: nvidia-smi failed ({e}); give the arch") from e
+    found = []
+    for line in out.splitlines():
+        index, cap = (x.strip() for x in line.split(","))
+        found.append(GpuWorker("sm_" + cap.replace(".", ""), index))
+    if not found:
+        raise ValueError("--gpu-worker auto: nvidia-smi lists no GPU")
+    return found
+
+
 @dataclass
 class Proc:
     name: str
     popen: subprocess.Popen[bytes]
     log: pathlib.Path
+    gpu: GpuWorker | None = None
 
     @property
     def pid(self) -> int:
@@ -258,9 +306,11 @@ class Backend:
         venv: pathlib.Path = DEFAULT_VENV,
         hide: list[str] | None = None,
         keepalive_s: float = 8.0,
+        gpu_workers: list[GpuWorker] | None = None,
     ) -> None:
         self.root = pathlib.Path(root)
         self.n_workers = workers
+        self.gpu_workers = list(gpu_workers or [])
         self.port = port or free_port()
         self.venv = pathlib.Path(venv)
         self.hidden = default_hidden() if hide is None else hide
@@ -334,6 +384,8 @@ class Backend:
             self._wait_for_port(self.port, self.server)
             for _ in range(self.n_workers):
                 self.start_worker()
+            for gpu in self.gpu_workers:
+                self.start_worker(gpu)
         except BaseException:
             self.stop()
             raise
@@ -352,9 +404,9 @@ class Backend:
             self.server = None
         self._stop_postgres()
 
-    def start_worker(self) -> Proc:
+    def start_worker(self, gpu: GpuWorker | None = None) -> Proc:
         self._worker_count += 1
-        name = f"worker-{self._worker_count}"
+        name = f"worker-{self._worker_count}" + (f"-gpu-{gpu.arch}" if gpu else "")
         work = self.root / "workers" / name
         work.mkdir(parents=True, exist_ok=True)
         cmd = [
@@ -378,15 +430,35 @@ class Backend:
             f"--cache-dir={self.root / 'workers' / 'cache'}",
             f"--bot-id={socket.gethostname()}-{name}-{os.getpid()}",
             *(f"--property={k}={v}" for k, v in PLATFORM.items()),
+            *self._gpu_flags(gpu),
             *(f"--hide={h}" for h in self.hidden),
             # Beyond the scan: all but the system's directories and the workers' own
             # (one bind for work and cache dirs, so that hard links between them work).
             *(["--confine", f"--allow={self.root / 'workers'}"] if self.hidden else []),
         ]
         proc = self._spawn(cmd, name)
+        proc.gpu = gpu
         (work / "pid").write_text(f"{proc.pid}\n")
         self.workers.append(proc)
         return proc
+
+    @staticmethod
+    def _gpu_flags(gpu: GpuWorker | None) -> list[str]:
+        """A GPU worker offers its arch and "any"; a CPU worker offers "none", and its
+        actions see no GPU: no device file, `CUDA_VISIBLE_DEVICES` empty."""
+        if gpu is None:
+            return [
+                f"--property={GPU_KEY}={NO_GPU}",
+                "--env=CUDA_VISIBLE_DEVICES=",
+                *(f"--hide={d}" for d in sorted(glob.glob("/dev/nvidia*"))),
+            ]
+        flags = [f"--property={GPU_KEY}={gpu.arch}", f"--property={GPU_KEY}=any"]
+        return flags + [f"--env=CUDA_VISIBLE_DEVICES={gpu.devices}"] * bool(gpu.devices)
+
+    def offered_gpus(self) -> list[str]:
+        """The values of GPU_KEY that GPU workers offer (archs, and "any")."""
+        archs = sorted({g.arch for g in self.gpu_workers})
+        return [*archs, "any"] if archs else []
 
     def supervise(self) -> list[str]:
         """Restarts what died: each dead worker (a new one, with a new name, in its
@@ -415,7 +487,7 @@ class Backend:
             self.workers.remove(w)
             # Its action directories (its log stays, beside the others).
             shutil.rmtree(self.root / "workers" / w.name, ignore_errors=True)
-            new = self.start_worker()
+            new = self.start_worker(w.gpu)
             events.append(
                 f"{w.name} (pid {w.pid}) exited ({_how(w.popen.returncode)}); "
                 f"started {new.name} (pid {new.pid}) in its place"
@@ -439,7 +511,8 @@ class Backend:
 
     # -- BuildGrid --------------------------------------------------------------------
     def _config(self, db: str) -> str:
-        keys = ", ".join(PLATFORM)
+        keys = ", ".join([*PLATFORM, GPU_KEY])
+        offered = ", ".join(self.offered_gpus())
         return f"""\
 description: rules_cuda_split test backend (tests/reapi/backend.py)
 server:
@@ -471,8 +544,12 @@ schedulers:
     sql: *sql
     storage: *cas
     action-cache: *ac
-    property-set: !dynamic-property-set
+    # BuildGrid's dynamic property set, GPU workers kept for GPU work, and a GPU that no
+    # worker offers refused at once (bgd_launcher.py).
+    property-set: !gpu-property-set
       match-property-keys: [{keys}]
+      gpu-key: {GPU_KEY}
+      offered: [{offered}]
     # A worker that stops answering (killed) loses its lease after this many seconds.
     bot-session-keepalive-timeout: {self.keepalive_s}
     session-expiry-timer-interval: 1
@@ -814,6 +891,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=50051)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     p.add_argument(
+        "--gpu-worker",
+        action="append",
+        default=[],
+        metavar="ARCH[:DEVICES]",
+        help="also start a worker that offers a GPU (platform property "
+        f"{GPU_KEY}=ARCH and {GPU_KEY}=any) and runs only actions asking for one; "
+        "DEVICES: its CUDA_VISIBLE_DEVICES; `auto`: one per GPU nvidia-smi lists",
+    )
+    p.add_argument(
         "--hide",
         action="append",
         default=[],
@@ -845,6 +931,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.workers < 1:
         p.error("--workers must be at least 1")
+    try:
+        gpu_workers = [g for spec in args.gpu_worker for g in GpuWorker.parse(spec)]
+    except ValueError as e:
+        p.error(str(e))
     if args.stop:
         if not args.pid_file:
             p.error("--stop needs --pid-file FILE")
@@ -881,12 +971,21 @@ def main(argv: list[str] | None = None) -> int:
         say("looking for CUDA installs to hide from the workers")
         hidden = [] if args.no_hide else default_hidden(exclude=[str(root)])
         hidden += [os.path.realpath(h) for h in args.hide]
-        backend = Backend(root, workers=args.workers, port=args.port, hide=hidden)
+        backend = Backend(
+            root, workers=args.workers, port=args.port, hide=hidden, gpu_workers=gpu_workers
+        )
         backend.start()
         # Also in a kept state directory: the next start stops a killed one's PostgreSQL.
         owner = {"pid": os.getpid(), "pg_dir": str(backend.pg_dir)}
         (root / OWNER_FILE).write_text(json.dumps(owner) + "\n")
-        print(f"BuildGrid on {backend.endpoint}, instance {INSTANCE!r}, {args.workers} workers")
+        print(
+            f"BuildGrid on {backend.endpoint}, instance {INSTANCE!r}, {args.workers} workers"
+            + "".join(
+                f", a GPU worker ({GPU_KEY}={g.arch}"
+                + (f", CUDA_VISIBLE_DEVICES={g.devices})" if g.devices else ")")
+                for g in gpu_workers
+            )
+        )
         print(
             f"state and logs: {root} "
             + ("(temporary: removed on exit)" if temporary else "(kept on exit)")

@@ -13,7 +13,17 @@ miss, so the cache outlives the server:
       max-cached-refs: 100000
 
 and, from `verified_storage.py` (imported here), `!verified-disk-storage`: a disk CAS that
-checks each blob it serves.
+checks each blob it serves; and `!gpu-property-set`, BuildGrid's `!dynamic-property-set`
+with GPU workers kept for GPU work:
+
+    property-set: !gpu-property-set
+      match-property-keys: [OSFamily, gpu]
+      gpu-key: gpu
+      offered: [sm_90, any]
+
+An action whose platform has no `gpu` gets `gpu=none` (what CPU workers offer), so it
+never lands on a GPU worker; one asking for a value no worker offers is refused at once
+(FAILED_PRECONDITION, naming it and what is offered) rather than queued for ever.
 """
 
 from __future__ import annotations
@@ -33,7 +43,8 @@ from buildgrid.server.actioncache.caches.lru_cache import LruActionCache
 from buildgrid.server.app.settings import parser
 from buildgrid.server.app.settings.parser import object_tag
 from buildgrid.server.cas.storage.storage_abc import StorageABC
-from buildgrid.server.exceptions import NotFoundError
+from buildgrid.server.exceptions import FailedPreconditionError, NotFoundError
+from buildgrid.server.scheduler.properties import DynamicPropertySet
 
 
 class DiskActionCache(LruActionCache):
@@ -89,6 +100,50 @@ def load_disk_action_cache(
     return DiskActionCache(storage, path, max_cached_refs, allow_updates, cache_failed_actions)
 
 
+# What a CPU worker offers under the GPU key, and an action that names no GPU asks for.
+NO_GPU = "none"
+
+
+class GpuPropertySet(DynamicPropertySet):
+    """A dynamic property set whose `gpu_key` is kept apart: see the module docstring."""
+
+    def __init__(self, *, match_property_keys: set[str], gpu_key: str, offered: list[str]) -> None:
+        super().__init__(
+            unique_property_keys={"OSFamily", gpu_key},
+            match_property_keys=match_property_keys | {"OSFamily", "ISA", gpu_key},
+            wildcard_property_keys=set(),
+            label_key="OSFamily",
+        )
+        self.gpu_key = gpu_key
+        self.offered = list(offered)
+
+    def execution_properties(self, platform: Any) -> tuple[str, dict[str, list[str]]]:
+        label, props = super().execution_properties(platform)
+        wanted = props.get(self.gpu_key)
+        if not wanted:
+            props[self.gpu_key] = [NO_GPU]
+        elif wanted[0] not in self.offered:
+            raise FailedPreconditionError(
+                f"no worker of this backend offers {self.gpu_key}={wanted[0]}: "
+                + (
+                    f"its GPU workers offer {self.gpu_key}=" + ", ".join(self.offered)
+                    if self.offered
+                    else "it has no GPU worker"
+                )
+                + " (scripts/reapi_backend.sh --gpu-worker ARCH starts one)"
+            )
+        return label, props
+
+
+@object_tag("!gpu-property-set")
+def load_gpu_property_set(
+    gpu_key: str, offered: list[str], match_property_keys: list[str] | None = None
+) -> GpuPropertySet:
+    return GpuPropertySet(
+        match_property_keys=set(match_property_keys or []), gpu_key=gpu_key, offered=offered
+    )
+
+
 _get_schema = parser.get_schema
 
 
@@ -109,6 +164,17 @@ def _schema_with_disk_cache(strict: bool = False) -> Any:
     if strict:
         defs["disk-action-cache"]["additionalProperties"] = False
     defs["cache"]["oneOf"].append({"$ref": "#/definitions/disk-action-cache"})
+    defs["gpu-property-set"] = {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["!gpu-property-set"]},
+            "match-property-keys": {"type": "array", "items": {"type": "string"}},
+            "gpu-key": {"type": "string"},
+            "offered": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["kind", "gpu-key", "offered"],
+    }
+    defs["property-set"]["oneOf"].append({"$ref": "#/definitions/gpu-property-set"})
     verified_storage.add_to_schema(schema)
     return schema
 

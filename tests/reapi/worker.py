@@ -7,8 +7,8 @@ protobuf modules and grpcio), started by `backend.py` under `unshare --mount` so
 1. the Action (or its digest) from the lease payload, its Command and input root from CAS;
 2. the input root materialized in its own directory (`<work-dir>/<n>/`), files hard-linked
    from a local content cache that every blob enters only after its digest is checked;
-3. the command run there with exactly the Command's environment, in its own process
-   group, killed on timeout, cancellation, SIGTERM or the worker's death;
+3. the command run there with exactly the Command's environment (and each `--env`), in
+   its own process group, killed on timeout, cancellation, SIGTERM or the worker's death;
 4. outputs, stdout and stderr uploaded; the ActionResult returned in the lease (BuildGrid
    writes the action cache entry and the ExecuteResponse).
 
@@ -489,9 +489,12 @@ class Worker:
             fetch = _secs(m.input_fetch_start_timestamp, m.input_fetch_completed_timestamp)
             run = _secs(m.execution_start_timestamp, m.execution_completed_timestamp)
             upload = _secs(m.output_upload_start_timestamp, m.output_upload_completed_timestamp)
+            # The first output names the action (scripts/gpu_worker_demo.sh matches it
+            # with Bazel's execution log).
+            first = outputs[0][0] if outputs else "-"
             log(
                 f"{command.arguments[-1][-90:]}: exit {exit_code}, "
-                f"fetch {fetch:.2f} s, run {run:.2f} s, upload {upload:.2f} s"
+                f"fetch {fetch:.2f} s, run {run:.2f} s, upload {upload:.2f} s, output {first}"
             )
             return result
         finally:
@@ -543,6 +546,7 @@ class Worker:
         action_dir: str,
     ) -> tuple[int, bytes, bytes]:
         env = {v.name: v.value for v in command.environment_variables}
+        env.update(p.split("=", 1) for p in self.args.env)
         timeout = action.timeout.seconds + action.timeout.nanos / 1e9 or DEFAULT_TIMEOUT_S
         with (
             open(os.path.join(action_dir, "stdout"), "w+b") as out,
@@ -697,7 +701,7 @@ def hide(paths: list[str], work_dir: str) -> None:
     for path in paths:
         if os.path.isdir(path):
             cmd = ["mount", "-t", "tmpfs", "-o", "ro,size=16k,mode=0755", "cuda-split-hidden", path]
-        elif os.path.isfile(path):
+        elif os.path.exists(path):  # a file, or a device file (/dev/nvidia0)
             if not os.path.exists(empty):
                 with open(empty, "wb"):
                     pass
@@ -724,7 +728,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--property", action="append", default=[], help="KEY=VALUE of the worker's device"
     )
     p.add_argument(
-        "--hide", action="append", default=[], help="a directory or file actions must not see"
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set in every action's environment, over the Command's (CUDA_VISIBLE_DEVICES)",
+    )
+    p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        help="a directory or file (a device file too) actions must not see",
     )
     p.add_argument(
         "--confine",

@@ -38,6 +38,7 @@ import argparse
 import dataclasses
 import json
 import mmap
+import os
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -450,6 +451,60 @@ def _meets(v: dict, require: str) -> bool:
     return v["action"] == "sass" or (v["action"] == "jit" and require == "sass-or-ptx")
 
 
+def expand(paths: Sequence[str]) -> list[str]:
+    """`paths` with each directory replaced by the files under it, sorted (a
+    `compile_mode=mono` library's fatbins are a directory)."""
+    out: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            out += sorted(os.path.join(d, f) for d, _, files in os.walk(path) for f in files)
+        else:
+            out.append(path)
+    return out
+
+
+def _carried(entries: list[dict]) -> str:
+    """What a file's fatbins carry, in words: `SASS for sm_80 and no PTX`."""
+    sass = sorted({e["name"] for e in entries if e["kind"] == "elf"})
+    ptx = sorted({e["name"] for e in entries if e["kind"] == "ptx"})
+    lto = sorted({e["name"] for e in entries if e["kind"] == "lto"})
+    parts = [f"SASS for {', '.join(sass)}" if sass else "no SASS"]
+    parts.append(f"PTX for {', '.join(ptx)}" if ptx else "no PTX")
+    if lto:
+        parts.append(f"LTO-IR for {', '.join(lto)}")
+    return " and ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
+
+
+def gpu_check(paths: Sequence[str], gpu: str, require: str, subject: str) -> tuple[bool, str]:
+    """Whether a GPU `gpu` (sm_XY) can run the device code of every file in `paths`
+    (`require`: `sass-or-ptx`, or `sass`: no JIT), and, when it cannot, a message naming
+    `subject` (the test asking for the GPU), the GPU, each file and what it carries."""
+    arch = parse_gpu(gpu)
+    data, ok = audit(expand(paths), [arch], require)
+    if ok:
+        return True, ""
+    can = "cannot run the SASS" if require == "sass" else "can run neither the SASS nor the PTX"
+    lines = [f"{subject} asks for an {gpu} GPU (require {require}), which {can} of:"]
+    for rep in data:
+        if rep["error"]:
+            lines.append(f"  {rep['file']}: {rep['error']}")
+            continue
+        bad = [fb for fb in rep["fatbins"] if fb["counted"] and not _meets(fb["gpus"][0], require)]
+        if bad:
+            entries = [e for fb in bad for e in fb["entries"]]
+            lines.append(f"  {rep['file']}: it carries {_carried(entries)}")
+    lines.append(
+        f'Build it for {gpu} too (archs "...,{gpu}")'
+        + (
+            ', or with PTX of an older arch ("compute_80:sm_80,compute_80")'
+            if require != "sass"
+            else ""
+        )
+        + ", or ask for the GPU it was built for."
+    )
+    return False, "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else "")
     p.add_argument("files", nargs="+", help="executables, shared libraries, objects, archives")
@@ -462,7 +517,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-o", "--output", help="also write the text report to this file")
+    p.add_argument(
+        "--check-gpu",
+        metavar="SM_XY",
+        help="only check that this GPU can run FILES (--require): exit status 1 and a "
+        "message naming --subject, the GPU and what each file carries when it cannot",
+    )
+    p.add_argument("--subject", default="", help="with --check-gpu: who asks for the GPU")
     args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.check_gpu:
+        try:
+            ok, message = gpu_check(
+                args.files, args.check_gpu, args.require, args.subject or "the test"
+            )
+        except ValueError as err:
+            print(f"{PROG}: {err}", file=sys.stderr)
+            return 2
+        if not ok:
+            print(message, file=sys.stderr)
+        if args.output:
+            with open(args.output, "w") as f:
+                f.write((message or f"{args.check_gpu}: runs {' '.join(args.files)}") + "\n")
+        return 0 if ok else 1
     try:
         gpus = [parse_gpu(t) for t in args.gpus.split(",") if t.strip()]
     except ValueError as err:

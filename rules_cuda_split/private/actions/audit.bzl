@@ -74,3 +74,59 @@ def emit_audit_test_script(ctx, *, report, status):
         is_executable = True,
     )
     return test
+
+def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_build):
+    """Emits a `CudaGpuCheck` action: can a GPU `gpu` run the device code of `files`?
+
+    Args:
+      ctx: the rule context.
+      files: list[File], what to check (a binary, a library's fatbins).
+      audit_tool: File, tools/cuda_split/audit.py (`//tools:audit`).
+      gpu: string, the GPU as `sm_XY`.
+      require: string, `sass-or-ptx` (JIT from PTX is enough) or `sass`.
+      subject: string, who asks for the GPU (the test's label), for the message.
+      name: string, names the outputs: `<name>.gpu_check` (and `<name>.gpu_status`).
+      fail_build: bool, True: the action fails (so the build) when the GPU cannot run the
+        files, printing the message; False: the verdict is data, for the test to read.
+
+    Returns:
+      struct(message, status): `message` holds the message (a line saying what runs
+      when all is well); `status` (None when `fail_build`) holds `0` or `1`.
+    """
+    if not files or audit_tool == None or not gpu or not subject or not name:
+        fail("emit_gpu_check needs files, audit_tool, gpu, subject and name")
+    if require not in ("sass", "sass-or-ptx"):
+        fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (ctx.label, require))
+    message = ctx.actions.declare_file(name + ".gpu_check")
+    args = ctx.actions.args()
+    args.add(audit_tool)
+    args.add("--check-gpu", gpu)
+    args.add("--require", require)
+    args.add("--subject", subject)
+    args.add("-o", message)
+    args.add_all(files, expand_directories = False)
+    common = dict(
+        inputs = files + [audit_tool],
+        mnemonic = "CudaGpuCheck",
+        progress_message = "Checking that a %s GPU runs %s" % (gpu, name),
+        use_default_shell_env = True,
+    )
+    if fail_build:
+        ctx.actions.run_shell(
+            command = 'python3 -B -S -E "$@"',
+            arguments = [args],
+            outputs = [message],
+            **common
+        )
+        return struct(message = message, status = None)
+    status = ctx.actions.declare_file(name + ".gpu_status")
+
+    # The check's exit status is data here (the test reads it), not the action's.
+    ctx.actions.run_shell(
+        command = 'status="$1"; shift; python3 -B -S -E "$@" 2>/dev/null; ' +
+                  'rc=$?; [ "$rc" -le 1 ] || exit "$rc"; echo "$rc" > "$status"',
+        arguments = [status.path, args],
+        outputs = [message, status],
+        **common
+    )
+    return struct(message = message, status = status)
