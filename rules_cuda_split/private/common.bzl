@@ -3,7 +3,7 @@ arch resolution. The actions themselves are emitted by actions/ (actions/step.bz
 the step runner)."""
 
 load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
-load(":settings.bzl", "CudaArchsSettingInfo", "CudaCoptsSettingInfo")
+load(":settings.bzl", "CudaArchsSettingInfo", "CudaCoptsSettingInfo", "CudaTimeTraceInfo")
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
 
@@ -36,7 +36,17 @@ STEP_RULE_ATTRS = {
         default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
         doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
     ),
+    "_time_trace": attr.label(
+        default = Label("//cuda:time_trace"),
+        providers = [CudaTimeTraceInfo],
+        doc = "Whether cicc and ptxas actions write their traces (--@rules_cuda_split//cuda:time_trace).",
+    ),
 }
+
+def time_trace_enabled(ctx):
+    """Whether the build setting `//cuda:time_trace` is on (False for a rule without it)."""
+    setting = getattr(ctx.attr, "_time_trace", None)
+    return bool(setting) and setting[CudaTimeTraceInfo].enabled
 
 def resolve_archs(ctx, toolchain):
     """The target's parsed arch spec: its `archs` attribute, else the build setting.

@@ -1,5 +1,5 @@
 """Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:compile_mode`,
-`:device_arch_list` and `:version`."""
+`:device_arch_list`, `:time_trace` and `:version`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -111,4 +111,21 @@ version_flag = rule(
     doc = "The CUDA version to build with, among those a `cuda_wheel_sdks` hub declares " +
           "(`--@rules_cuda_split//cuda:version=13.2`); empty (default): the hub's default " +
           "version. The hub's toolchains and SDK aliases select on it.",
+)
+
+CudaTimeTraceInfo = provider(
+    doc = "The value of the `time_trace` build setting.",
+    fields = {"enabled": "bool: whether cicc and ptxas actions also write their traces."},
+)
+
+def _time_trace_flag_impl(ctx):
+    return [CudaTimeTraceInfo(enabled = ctx.build_setting_value)]
+
+time_trace_flag = rule(
+    implementation = _time_trace_flag_impl,
+    build_setting = config.bool(flag = True),
+    doc = "Whether every cicc and ptxas action (split mode) also writes its compile-time " +
+          "trace (`nvcc --fdevice-time-trace`'s Chrome trace JSON, per step and arch) as a " +
+          "declared output, in the output group `cuda_time_trace`; read them with " +
+          "`cuda-split profile` (docs/profile.md). Every other output is the same either way.",
 )

@@ -42,7 +42,8 @@ def run_compile_step(
         with open(check, "w", encoding="utf-8") as f:
             f.write(f"nvcc's plan runs no ptxas check of the {arch} PTX\n")
         if args.time_trace:
-            time_trace.write(args.time_trace, {"traceEvents": []})
+            events = time_trace.metadata(time_trace.TRACE_PIDS[kind], kind, args.src, arch)
+            time_trace.write(args.time_trace, {"traceEvents": events})
         return 0
     step = plan.find(kind, arch)
     rc = execute(plan, step, files, args, hide_sources=kind == planlib.PTXAS)

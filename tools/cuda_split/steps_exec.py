@@ -181,7 +181,8 @@ def execute(
         if trace:
             cwds = (os.getcwd(), os.path.realpath(os.getcwd()), PORTABLE_PWD, scratch)
             tmp = os.environ.get("TMPDIR", "")
-            time_trace.sanitize(trace, [d + "/" for d in (*cwds, tmp) if d])
+            prefixes = [d + "/" for d in (*cwds, tmp) if d]
+            time_trace.sanitize(trace, prefixes, step.kind, args.src, step.arch)
     if step.kind == planlib.PTXAS and planlib.flag_value(step.argv, "-o") is None:
         role = CHECK_ROLE_PREFIX + step.arch
         if role in files:

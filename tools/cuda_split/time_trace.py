@@ -90,10 +90,21 @@ def _portable(value: str, prefixes: Sequence[str]) -> str:
     return _LGENFE.sub(".lgenfe.bc", value)
 
 
-def sanitize(path: str, prefixes: Sequence[str]) -> None:
+def metadata(pid: int, tool: str, src: str, arch: str) -> list[dict[str, Any]]:
+    """The events naming a step's process and thread, as nvcc's merged trace names them:
+    the tool, and `<source> [<arch>]`."""
+    thread = f"{src} [{arch}]" if arch else src
+    return [
+        {"args": {"name": tool}, "name": "process_name", "ph": "M", "pid": pid},
+        {"args": {"name": thread}, "name": "thread_name", "ph": "M", "pid": pid, "tid": 0},
+    ]
+
+
+def sanitize(path: str, prefixes: Sequence[str], tool: str, src: str, arch: str) -> None:
     """Rewrites the trace at `path`: every string that starts with one of `prefixes` (the
     working and temporary directories, with a trailing `/`) loses it, cicc's temporary
-    bitcode name loses its random part; keys sorted, one event a line."""
+    bitcode name loses its random part, and events naming the step come first
+    (`metadata`); keys sorted, one event a line."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     prefixes = sorted({p for p in prefixes if p}, key=len, reverse=True)
@@ -103,6 +114,7 @@ def sanitize(path: str, prefixes: Sequence[str]) -> None:
             for k, v in args.items():
                 if isinstance(v, str):
                     args[k] = _portable(v, prefixes)
+    data["traceEvents"] = metadata(TRACE_PIDS[tool], tool, src, arch) + data["traceEvents"]
     write(path, data)
 
 

@@ -6,6 +6,7 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
+load("//rules_cuda_split/private:common.bzl", "time_trace_enabled")
 load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mode")
 load(
     "//rules_cuda_split/private:plan.bzl",
@@ -90,6 +91,10 @@ def emit_compile_split(
         per_arch_list = False):
     """Emits the split actions compiling `src`.
 
+    With the build setting `//cuda:time_trace` on, every cicc and ptxas action also
+    writes its compile-time trace, `<stem>.<arch>.<kind>.trace.json` (the file role
+    `time_trace:<kind>:<arch>`).
+
     Every action's nvcc flags end with plan.bzl's `random_seed_flags` for the target and
     source (`-frandom-seed=<package>:<target>:<path in the package>`), unless
     `nvcc_flags` have a seed: module ids then carry no process id (docs/design.md,
@@ -111,11 +116,12 @@ def emit_compile_split(
         (device_arch_list=per_arch).
 
     Returns:
-      struct(obj, files, ptx, cubins, fatbins): the object, the files by role, and
-      lists of the device files (PTX, cubins, the `.fatbin`).
+      struct(obj, files, ptx, cubins, fatbins, traces): the object, the files by role,
+      lists of the device files (PTX, cubins, the `.fatbin`) and of the traces.
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
+    traced = time_trace_enabled(ctx)
 
     # An option this SDK's nvcc lacks (--enable-tile with 13.0) fails here, at analysis.
     _check_flags(ctx, groups, nvcc_flags, toolchain)
@@ -141,6 +147,17 @@ def emit_compile_split(
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
             nvcc_flags = action.nvcc_flags + flags + seed,
         )
+        outputs = [files[r] for r in action.outputs]
+        if traced and action.kinds in (["cicc"], ["ptxas"]):
+            role = "time_trace:%s:%s" % (action.kinds[0], action.arch)
+            files[role] = ctx.actions.declare_file("%s/%s.%s.%s.trace.json" % (
+                out_dir,
+                stem,
+                action.arch,
+                action.kinds[0],
+            ))
+            args.add("--time-trace", files[role])
+            outputs.append(files[role])
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
         if kind.reads_source:
@@ -150,7 +167,7 @@ def emit_compile_split(
             ctx,
             args = args,
             inputs = depset(direct, transitive = transitive),
-            outputs = [files[r] for r in action.outputs],
+            outputs = outputs,
             mnemonic = kind.mnemonic,
             progress_message = _progress(ctx, kind.progress % (src.short_path, action.arch)),
         )
@@ -163,6 +180,7 @@ def emit_compile_split(
         # The fatbinary nvcc --keep writes (`x.fatbin`); the embedded `x.fatbin.c` stays
         # an input of the host compile only (--tile-only has no SIMT fatbinary).
         fatbins = [files["fatbin"]] if "fatbin" in files else [],
+        traces = [files[r] for r in files if r.startswith("time_trace:")],
     )
 
 def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
@@ -214,6 +232,7 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         ptx = [groups_dirs["ptx"]],
         cubins = [groups_dirs["cubin"]],
         fatbins = [groups_dirs["fatbin"]],
+        traces = [],
     )
 
 def _check_flags(ctx, groups, nvcc_flags, toolchain):
