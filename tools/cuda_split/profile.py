@@ -310,7 +310,7 @@ def render(result: dict[str, Any], width: int) -> str:
             out.append(f"{r['arch'] or '-':<12} {r['seconds']:>9.3f} {count:>6}  {name}")
         if not rows:
             out.append("(none)")
-    return "\n".join(out) + "\n"
+    return "\n".join(_fit(line, width) for line in out) + "\n"
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

@@ -1,0 +1,118 @@
+"""Compile-time traces of cicc and ptxas: the flags table against the SDK's `nvcc -v`
+(scripts/time_trace_table.py), where the step runner puts them, what it leaves out of a
+trace, and a real Bazel build with `//cuda:time_trace` on: one trace per cicc and ptxas
+action, every other output the same bytes as with it off."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from bazel_util import REPO, bazel, build_outputs
+from cuda_split import time_trace
+
+TARGET = "//tests/determinism:t"
+TARGET_DIR = "tests/determinism/_cuda/t"
+
+
+@pytest.mark.nvcc
+def test_flags_table_is_what_this_sdks_nvcc_passes(sdk: pathlib.Path) -> None:
+    """The checked-in table's entry for the set-up's SDK is what `nvcc -v` shows for
+    `--fdevice-time-trace` (13.5's too, where CI has it: CUDA_SPLIT_SDK)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import time_trace_table
+
+    derived = time_trace_table.derive(str(sdk / "bin" / "nvcc"))
+    matching = [v for v, entry in time_trace.table().items() if entry == derived]
+    assert matching, (
+        f"no entry of {time_trace.TABLE_FILE} is what {sdk}/bin/nvcc -v passes ({derived}): "
+        "run python3 scripts/time_trace_table.py --nvcc VERSION=PATH"
+    )
+
+
+def test_flags_go_where_nvcc_puts_them() -> None:
+    cicc, env = time_trace.add_flags(
+        ["cicc", "-arch", "compute_90", "x.ii", "-o", "x.ptx"], "cicc", "t.json", "13.0"
+    )
+    assert cicc[-2:] == ["-o", "x.ptx"]
+    assert cicc[cicc.index("--device-time-trace") + 1] == "t.json"
+    assert cicc[cicc.index("--use-trace-pid") + 1] == "1"
+    assert env == {"_NVCC_TRACE_TS_1": "0"}
+    ptxas, env = time_trace.add_flags(["ptxas", "-arch=sm_90", "x.ptx"], "ptxas", "p.json", "13.0")
+    assert ptxas[:3] == ["ptxas", "--fdevice-time-trace", "p.json"]
+    assert not [a for a in ptxas if a.startswith("--ftrace-phase-after")]
+    assert env == {}
+
+
+def test_a_version_takes_the_newest_older_entry_and_an_older_one_is_refused() -> None:
+    table = {"13.0": {"v": 0}, "13.5": {"v": 5}}
+    assert time_trace.entry("13.2", table) == {"v": 0}
+    assert time_trace.entry("14.1", table) == {"v": 5}
+    with pytest.raises(ValueError, match=r"CUDA 12\.8.*13\.0, 13\.5"):
+        time_trace.entry("12.8", table)
+
+
+def test_sanitize_drops_directories_and_random_names(tmp_path: pathlib.Path) -> None:
+    trace = tmp_path / "t.json"
+    events = [
+        {
+            "ph": "X",
+            "name": "LibNVVM",
+            "pid": 1,
+            "tid": 0,
+            "ts": 5,
+            "dur": 3,
+            "args": {"detail": "/tmp/cuda_split_tmp_ab12/x.compute_90-7f3a1c..lgenfe.bc"},
+        },
+        {
+            "ph": "X",
+            "name": "Total PTXAS Time",
+            "pid": 1,
+            "tid": 0,
+            "ts": 0,
+            "dur": 9,
+            "args": {"name": "/work/x/execroot/_main/bazel-out/x.compute_90.ptx"},
+        },
+    ]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    prefixes = ["/tmp/cuda_split_tmp_ab12/", "/work/x/execroot/_main/"]
+    time_trace.sanitize(str(trace), prefixes, "cicc", "a/x.cu", "compute_90")
+    text = trace.read_text()
+    assert "/tmp" not in text and "/work" not in text
+    data = json.loads(text)
+    details = [e.get("args", {}) for e in data["traceEvents"]]
+    assert {"detail": "x.compute_90.lgenfe.bc"} in details
+    assert {"name": "bazel-out/x.compute_90.ptx"} in details
+    assert {"name": "a/x.cu [compute_90]"} in details  # the thread, as nvcc names it
+
+
+def _bazel_outputs(*flags: str) -> dict[str, bytes]:
+    bazel("build", "--jobs=2", TARGET, *flags)
+    return build_outputs(REPO / "bazel-bin", ("tests/determinism/",))
+
+
+@pytest.mark.bazel
+def test_bazel_build_writes_a_trace_per_cicc_and_ptxas_action_and_changes_no_output() -> None:
+    off = _bazel_outputs("--//cuda:time_trace=false")
+    on = _bazel_outputs("--//cuda:time_trace=true", "--output_groups=+cuda_time_trace")
+    assert on == off  # PTX, cubins, fatbins, objects, archives: byte for byte
+    traces = sorted((REPO / "bazel-bin" / TARGET_DIR).rglob("*.trace.json"))
+    assert [t.name for t in traces] == ["t.compute_80.cicc.trace.json", "t.sm_80.ptxas.trace.json"]
+    execroot = subprocess.run(
+        ["bazel", "info", "execution_root"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    for trace in traces:
+        text = trace.read_text()
+        for absent in (str(REPO), execroot, "/tmp/", "/proc/self/cwd", "sandbox"):
+            assert absent not in text, f"{trace.name} names {absent}"
+        events = json.loads(text)["traceEvents"]
+        tool = trace.name.split(".")[-3]
+        assert {e["pid"] for e in events} == {time_trace.TRACE_PIDS[tool]}
+        names = {e["name"] for e in events}
+        assert ("LibNVVM" if tool == "cicc" else "Total PTXAS Time") in names
+        threads = [e["args"]["name"] for e in events if e["name"] == "thread_name"]
+        assert threads == [f"tests/determinism/t.cu [{trace.name.split('.')[1]}]"]
