@@ -39,7 +39,8 @@ STEP_RULE_ATTRS = {
     "_time_trace": attr.label(
         default = Label("//cuda:time_trace"),
         providers = [CudaTimeTraceInfo],
-        doc = "Whether cicc and ptxas actions write their traces (--@rules_cuda_split//cuda:time_trace).",
+        doc = "Whether cicc and ptxas actions write their traces " +
+              "(--@rules_cuda_split//cuda:time_trace).",
     ),
 }
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cuda_split.profile import ProfileError, Step, _read_json
+from cuda_split.trace_files import ProfileError, Step, read_json
 
 # The rules' progress messages of the traced actions (plan.bzl's ACTIONS).
 _BAZEL_PROGRESS = re.compile(
@@ -101,7 +101,7 @@ def read_timeline(path: str) -> list[Action]:
             lines = [ln for ln in f.read().splitlines() if ln.strip()]
         if lines and lines[0].lstrip().startswith('{"pid"'):
             return _driver_trace(path, lines)
-    data = _read_json(path)
+    data = read_json(path)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise ProfileError(

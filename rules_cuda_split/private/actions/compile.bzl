@@ -11,7 +11,9 @@ load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mod
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
+    "CICC",
     "MONO",
+    "PTXAS",
     "file_name",
     "gencode",
     "random_seed_flags",
@@ -21,6 +23,7 @@ load(
     "source_steps",
     "step_roles",
     "tile_arch_error",
+    "time_trace_name",
 )
 load("//rules_cuda_split/private:runner.bzl", "step_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
@@ -67,7 +70,16 @@ def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_flags = []):
+def _base_args(
+        ctx,
+        kinds,
+        arch,
+        toolchain,
+        cc_toolchain,
+        src,
+        files = [],
+        nvcc_flags = [],
+        time_trace = None):
     return step_args(ctx, step_arguments(
         kinds,
         arch,
@@ -76,6 +88,7 @@ def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_
         src = src,
         files = files,
         nvcc_flags = nvcc_flags,
+        time_trace = time_trace,
     ))
 
 def emit_compile_split(
@@ -137,6 +150,15 @@ def emit_compile_split(
     for action in source_actions(steps):
         kind = ACTIONS[action.key]
         flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
+        outputs = [files[r] for r in action.outputs]
+        trace = None
+        if traced and action.kinds in ([CICC], [PTXAS]):
+            trace = ctx.actions.declare_file("%s/%s" % (
+                out_dir,
+                time_trace_name(stem, action.kinds[0], action.arch),
+            ))
+            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
+            outputs.append(trace)
         args = _base_args(
             ctx,
             action.kinds,
@@ -146,18 +168,8 @@ def emit_compile_split(
             src,
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
             nvcc_flags = action.nvcc_flags + flags + seed,
+            time_trace = trace,
         )
-        outputs = [files[r] for r in action.outputs]
-        if traced and action.kinds in (["cicc"], ["ptxas"]):
-            role = "time_trace:%s:%s" % (action.kinds[0], action.arch)
-            files[role] = ctx.actions.declare_file("%s/%s.%s.%s.trace.json" % (
-                out_dir,
-                stem,
-                action.arch,
-                action.kinds[0],
-            ))
-            args.add("--time-trace", files[role])
-            outputs.append(files[role])
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
         if kind.reads_source:
