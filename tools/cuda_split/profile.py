@@ -180,7 +180,8 @@ def _fit(text: str, width: int, tail: bool = False) -> str:
 
 def render(result: dict[str, Any], width: int) -> str:
     """The report as text, `width` columns wide."""
-    out = [f"{result['steps']} traced steps from {result['files']} files"]
+    files = result["files"]
+    out = [f"{result['steps']} traced steps from {files} file{'s' if files != 1 else ''}"]
     out += ["", "Compile time per arch", f"{'arch':<12} {'seconds':>9} {'share':>6}  by tool"]
     for r in result["archs"]:
         tools = ", ".join(

@@ -50,6 +50,8 @@ def _driver_trace(path: str, lines: list[str]) -> list[Action]:
     for n, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
+            if "step" not in r:
+                continue  # a process's own line (driver_cpu)
             start, end = float(r["start"]), float(r["end"])
             actions.append(
                 Action(
@@ -91,6 +93,13 @@ def _bazel_profile(path: str, events: list[dict[str, Any]]) -> list[Action]:
     return actions
 
 
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def read_timeline(path: str) -> list[Action]:
     """The actions of a timeline file: nvcc-split's `--trace` (JSON lines) or Bazel's
     `--profile` (a Chrome trace, gzipped or not)."""
@@ -99,7 +108,7 @@ def read_timeline(path: str) -> list[Action]:
     if not path.endswith(".gz"):
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = [ln for ln in f.read().splitlines() if ln.strip()]
-        if lines and lines[0].lstrip().startswith('{"pid"'):
+        if len(lines) > 1 and _is_object(lines[0]):
             return _driver_trace(path, lines)
     data = read_json(path)
     events = data.get("traceEvents") if isinstance(data, dict) else data

@@ -29,7 +29,12 @@ _FILE_NAME = re.compile(
 _THREAD_NAME = re.compile(r"(?P<src>.*?)(?: \[(?P<arch>[\w,]+)\])?$")
 TRACE_SUFFIX = ".trace.json"
 # Steps of nvcc's own trace that see every arch, though nvcc names an arch in their thread.
-ALL_ARCH_TOOLS = {"cudafe++", "fatbinary", "gcc (compiling)", "gcc (preprocessing 4)"}
+# (And nvcc-split's names of those steps.)
+ALL_ARCH_TOOLS = {"cudafe++", "fatbinary", "gcc (compiling)", "gcc (preprocessing 4)"} | {
+    "cudafe",
+    "host_compile",
+    "host_preprocess",
+}
 
 
 class ProfileError(Exception):
