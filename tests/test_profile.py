@@ -230,7 +230,7 @@ def test_chart_is_a_png_of_the_profile(traces: pathlib.Path, tmp_path: pathlib.P
         (lambda d: [_text(d / "x.json", '{"a": 1}')], "x.json: not a Chrome trace"),
         (lambda d: [_text(d / "t.json", '{"traceEvents": [{"ph"')], "t.json: not JSON"),
         (lambda d: [_text(d / "e.json", "")], "e.json: empty file"),
-        (lambda d: [str(_dir(d / "empty"))], "empty: a directory with no *.trace.json"),
+        (lambda d: [str(_dir(d / "empty"))], "empty: a directory with no trace file"),
         (
             lambda d: ["--bazel", "//no/such:target", "--workspace", str(d)],
             "--bazel //no/such:target: no traces under",

@@ -43,12 +43,16 @@ __all__ = ["ProfileError", "Step", "analyze", "find_traces", "load_steps", "main
 def bazel_traces(target: str, workspace: str) -> str:
     """The directory of `target`'s traces under the workspace's bazel-bin (the rules write
     a source's files to `<package>/_cuda/<target>/`)."""
-    m = re.fullmatch(r"(?:@\w*)?//(?P<pkg>[\w/.+-]*)(?::(?P<name>[\w/.+-]+))?", target)
+    m = re.fullmatch(
+        r"(?:@@?(?P<repo>[\w.~+-]*))?//(?P<pkg>[\w/.+-]*)(?::(?P<name>[\w/.+-]+))?", target
+    )
     if not m:
         raise ProfileError(f"--bazel {target}: not a target label (`//pkg:name`)")
     pkg = m["pkg"]
     name = m["name"] or pkg.rsplit("/", 1)[-1]
     bin_dir = os.path.join(workspace, "bazel-bin")
+    if m["repo"]:  # another repository's outputs: bazel-bin/external/<repo>/
+        bin_dir = os.path.join(bin_dir, "external", m["repo"])
     where = os.path.join(bin_dir, pkg, "_cuda", name)
     if not os.path.isdir(where) or not find_traces_quiet(where):
         raise ProfileError(

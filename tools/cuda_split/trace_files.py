@@ -28,6 +28,9 @@ _FILE_NAME = re.compile(
 )
 _THREAD_NAME = re.compile(r"(?P<src>.*?)(?: \[(?P<arch>[\w,]+)\])?$")
 TRACE_SUFFIX = ".trace.json"
+# What a directory's trace files are called: the rules' and nvcc-split's per-step files,
+# and nvcc's (and nvcc-split's) `--fdevice-time-trace=-` files, `<object>.json`.
+DIRECTORY_SUFFIXES = (TRACE_SUFFIX, ".o.json", ".obj.json")
 # Steps of nvcc's own trace that see every arch, though nvcc names an arch in their thread.
 # (And nvcc-split's names of those steps.)
 ALL_ARCH_TOOLS = {"cudafe++", "fatbinary", "gcc (compiling)", "gcc (preprocessing 4)"} | {
@@ -127,10 +130,13 @@ def find_traces(inputs: Sequence[str]) -> list[str]:
                 os.path.join(d, f)
                 for d, _, files in os.walk(item)
                 for f in files
-                if f.endswith((TRACE_SUFFIX, TRACE_SUFFIX + ".gz"))
+                if f.endswith(DIRECTORY_SUFFIXES + tuple(s + ".gz" for s in DIRECTORY_SUFFIXES))
             )
             if not inside:
-                raise ProfileError(f"{item}: a directory with no *{TRACE_SUFFIX} file")
+                raise ProfileError(
+                    f"{item}: a directory with no trace file (*{TRACE_SUFFIX}, or *.o.json "
+                    "from --fdevice-time-trace=-)"
+                )
             found += inside
         elif os.path.exists(item):
             found.append(item)
