@@ -260,3 +260,18 @@ def _text(path: pathlib.Path, text: str) -> str:
 def _dir(path: pathlib.Path) -> pathlib.Path:
     path.mkdir()
     return path
+
+
+def test_bazel_targets_traces_under_bazel_bin(traces: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """`--bazel`: the target's `_cuda/<name>/` (a cuda_binary's `<name>_cuda` library's),
+    another repository's under `bazel-bin/external/<repo>/`."""
+    ws = tmp_path / "ws"
+    main = ws / "bazel-bin" / "pkg" / "_cuda" / "app_cuda"
+    other = ws / "bazel-bin" / "external" / "r" / "pkg" / "_cuda" / "lib"
+    for d in (main, other):
+        d.parent.mkdir(parents=True)
+        (d.parent / d.name).symlink_to(traces, target_is_directory=True)
+    assert profile.bazel_traces("//pkg:app", str(ws)) == str(main)
+    assert profile.bazel_traces("@r//pkg:lib", str(ws)) == str(other)
+    with pytest.raises(profile.ProfileError, match="--bazel //pkg:nope: no traces under"):
+        profile.bazel_traces("//pkg:nope", str(ws))

@@ -54,6 +54,8 @@ def bazel_traces(target: str, workspace: str) -> str:
     if m["repo"]:  # another repository's outputs: bazel-bin/external/<repo>/
         bin_dir = os.path.join(bin_dir, "external", m["repo"])
     where = os.path.join(bin_dir, pkg, "_cuda", name)
+    if not find_traces_quiet(where) and find_traces_quiet(where + "_cuda"):
+        where += "_cuda"  # a cuda_binary's sources: its <name>_cuda library
     if not os.path.isdir(where) or not find_traces_quiet(where):
         raise ProfileError(
             f"--bazel {target}: no traces under {where}; build it with "
@@ -64,6 +66,9 @@ def bazel_traces(target: str, workspace: str) -> str:
 
 
 def find_traces_quiet(directory: str) -> list[str]:
+    """find_traces of a directory, [] where it has none or is none."""
+    if not os.path.isdir(directory):
+        return []
     try:
         return find_traces([directory])
     except ProfileError:
