@@ -12,25 +12,30 @@ import sys
 
 import pytest
 
+import sdk_versions
 from bazel_util import REPO, bazel, build_outputs
 from cuda_split import time_trace
+
+sys.path.insert(0, str(REPO / "scripts"))
+import time_trace_table  # noqa: E402
 
 TARGET = "//tests/determinism:t"
 TARGET_DIR = "tests/determinism/_cuda/t"
 
 
 @pytest.mark.nvcc
-def test_flags_table_is_what_this_sdks_nvcc_passes(sdk: pathlib.Path) -> None:
-    """The checked-in table's entry for the set-up's SDK is what `nvcc -v` shows for
-    `--fdevice-time-trace` (13.5's too, where CI has it: CUDA_SPLIT_SDK)."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    import time_trace_table
-
-    derived = time_trace_table.derive(str(sdk / "bin" / "nvcc"))
-    matching = [v for v, entry in time_trace.table().items() if entry == derived]
-    assert matching, (
-        f"no entry of {time_trace.TABLE_FILE} is what {sdk}/bin/nvcc -v passes ({derived}): "
-        "run python3 scripts/time_trace_table.py --nvcc VERSION=PATH"
+@pytest.mark.parametrize("version", sorted(sdk_versions.selected()))
+def test_flags_table_is_what_the_sdks_nvcc_passes(
+    version: str, sdk: pathlib.Path, cuobjdump: pathlib.Path
+) -> None:
+    """The checked-in table's entry for each version is what its `nvcc -v` shows for
+    `--fdevice-time-trace` (the set-up's version and the table's newest, as the fidelity
+    tests choose them: CUDA_SPLIT_FIDELITY_VERSIONS)."""
+    root, _ = sdk_versions.tools(version, sdk, cuobjdump)
+    derived = time_trace_table.derive(str(root / "bin" / "nvcc"))
+    assert time_trace.table().get(version) == derived, (
+        f"{time_trace.TABLE_FILE} is stale for CUDA {version}: run python3 "
+        f"scripts/time_trace_table.py --nvcc {version}={root}/bin/nvcc"
     )
 
 
@@ -46,6 +51,12 @@ def test_flags_go_where_nvcc_puts_them() -> None:
     assert ptxas[:3] == ["ptxas", "--fdevice-time-trace", "p.json"]
     assert not [a for a in ptxas if a.startswith("--ftrace-phase-after")]
     assert env == {}
+    # 13.5 puts them before --simt-only, with a granularity of 0.
+    cicc, _ = time_trace.add_flags(
+        ["cicc", "x.ii", "--simt-only", "-o", "x.ptx"], "cicc", "t", "13.5"
+    )
+    assert cicc[cicc.index("--device-time-trace-granularity") + 1] == "0"
+    assert cicc[-3:] == ["--simt-only", "-o", "x.ptx"]
 
 
 def test_a_version_takes_the_newest_older_entry_and_an_older_one_is_refused() -> None:
