@@ -5,13 +5,14 @@ nvcc-split's `--fdevice-time-trace`).
     cuda-split profile TRACE_OR_DIR... [--bazel //pkg:target] [--timeline LOG]
                        [--merged FILE] [--chart FILE.png] [--json] [--top N] [--arch ARCH]
 
-It reads trace files (a directory: every `*.trace.json` under it; `--bazel`: those of a
-target under `bazel-bin`), one step per traced process (a rules' or nvcc-split's per-step
-file holds one; nvcc's own trace one per tool it ran), and prints per arch: the slowest
-steps and translation units, the slowest kernels and device functions, and the template
-instantiations and headers that cost the most, summed across files. `--merged` writes one
-Chrome/Perfetto trace, each step's detail nested in the build's timeline (`--timeline`:
-nvcc-split's `--trace`, or Bazel's `--profile`); `--chart` a PNG summary. docs/profile.md.
+It reads trace files (a directory: every `*.trace.json` and `*.o.json` under it;
+`--bazel`: those of a target under `bazel-bin`), one step per traced process (a rules'
+or nvcc-split's per-step file holds one; nvcc's own trace one per tool it ran), and
+prints per arch: the slowest steps and translation units, the slowest kernels and device
+functions, and the template instantiations and headers that cost the most, summed across
+files. `--merged` writes one Chrome/Perfetto trace, each step's detail nested in the
+build's timeline (`--timeline`: nvcc-split's `--trace`, or Bazel's `--profile`);
+`--chart` a PNG summary. docs/profile.md.
 """
 
 from __future__ import annotations
