@@ -127,3 +127,44 @@ def test_bazel_build_writes_a_trace_per_cicc_and_ptxas_action_and_changes_no_out
         assert ("LibNVVM" if tool == "cicc" else "Total PTXAS Time") in names
         threads = [e["args"]["name"] for e in events if e["name"] == "thread_name"]
         assert threads == [f"tests/determinism/t.cu [{trace.name.split('.')[1]}]"]
+
+
+@pytest.mark.nvcc
+def test_a_ptx_check_nvcc_does_not_run_still_gets_its_trace(sdk: pathlib.Path, tmp_path) -> None:
+    """A PTX-only arch whose check nvcc's plan skips (compute_80 with 13.0): the action's
+    declared trace names the step and holds no events."""
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    trace, stamp = tmp_path / "k.compute_80.ptxas.trace.json", tmp_path / "k.compute_80.ptxcheck"
+    argv = [sys.executable, "-B", "-S", "-E", str(REPO / "tools/cuda_split/step.py")]
+    argv += ["--kind", "ptxas", "--arch", "compute_80", "--nvcc", str(sdk / "bin/nvcc")]
+    argv += ["--src", "k.cu", f"--file=ptxcheck:compute_80={stamp}", "--time-trace", str(trace)]
+    argv += ["--nvcc-flag=-gencode=arch=compute_80,code=compute_80"]
+    subprocess.run(argv, cwd=tmp_path, check=True)
+    assert "runs no ptxas check" in stamp.read_text()
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert [(e["name"], e["args"]["name"]) for e in events] == [
+        ("process_name", "ptxas"),
+        ("thread_name", "k.cu [compute_80]"),
+    ]
+
+
+def test_time_trace_is_refused_for_a_step_without_one() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tools/cuda_split/step.py"),
+            "--kind",
+            "host_compile",
+            "--nvcc",
+            "nvcc",
+            "--time-trace",
+            "t.json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "--time-trace: only a cicc or a ptxas step writes a trace, got ['host_compile']" in (
+        proc.stderr
+    )
