@@ -210,6 +210,13 @@ def test_bazel_profile_is_a_timeline(tmp_path: pathlib.Path) -> None:
     )
 
 
+def test_an_execution_log_is_no_timeline(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "exec.json"
+    log.write_text('{\n  "commandArgs": ["python3"],\n  "mnemonic": "CudaCicc"\n}\n{\n}\n')
+    with pytest.raises(profile.ProfileError, match="a Bazel execution log, which holds no"):
+        profile_timeline.read_timeline(str(log))
+
+
 def test_chart_is_a_png_of_the_profile(traces: pathlib.Path, tmp_path: pathlib.Path) -> None:
     out = tmp_path / "c.png"
     assert profile.main([str(traces), "--chart", str(out), "--merged", str(tmp_path / "m")]) == 0

@@ -110,6 +110,11 @@ def read_timeline(path: str) -> list[Action]:
             lines = [ln for ln in f.read().splitlines() if ln.strip()]
         if len(lines) > 1 and _is_object(lines[0]):
             return _driver_trace(path, lines)
+        if any('"commandArgs"' in ln for ln in lines[:200]):
+            raise ProfileError(
+                f"--timeline {path}: a Bazel execution log, which holds no start times; "
+                "give Bazel's --profile=FILE (or nvcc-split's --trace)"
+            )
     data = read_json(path)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
