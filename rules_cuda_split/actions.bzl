@@ -14,11 +14,14 @@ the CudaToolchainInfo, rules_cc's `find_cc_toolchain(ctx)` the C++ toolchain, an
   and arch (`CudaPreprocess`, `CudaCicc`, `CudaPtxas`, `CudaHostCompile`). `src`: the
   `.cu` File; `groups`: the parsed arch spec; `nvcc_flags`: list of nvcc flags (no
   arch flags); `headers`: depset of the headers it may include. Returns
-  `struct(obj, files, ptx, cubins, fatbins)`: the object, a dict of every file by role
-  (`module_id`, `cubin:sm_90`, ...), and lists of the PTX, cubins and `.fatbin`.
+  `struct(obj, files, ptx, cubins, fatbins, traces)`: the object, a dict of every file
+  by role (`module_id`, `cubin:sm_90`, ...), and lists of the PTX, cubins, `.fatbin`
+  and, with `--@rules_cuda_split//cuda:time_trace=true` (read through STEP_RULE_ATTRS),
+  each cicc and ptxas action's compile-time trace.
 - `emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain,
   headers)`: one `CudaCompileMono` action, nvcc's whole plan. Returns the same struct;
-  `ptx`, `cubins` and `fatbins` are a directory each, `files` has `module_id` only.
+  `ptx`, `cubins` and `fatbins` are a directory each, `files` has `module_id` only,
+  `traces` is empty.
 - `emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = [])`:
   the device link of a CudaRdcInfo (`CudaNvlink` per arch, `CudaRegister`,
   `CudaLinkFatbinary`, `CudaLinkStub`). Returns `struct(obj, cubins)`: the object to

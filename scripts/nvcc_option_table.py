@@ -95,6 +95,10 @@ RULES: dict[str, tuple[str, str]] = {
     "compiler-bindir": ("refuse", "host"),
     "x": ("refuse", "language"),
     "threads": ("drop", "threads"),
+    **{
+        n: ("refuse", "time_trace")
+        for n in ("fdevice-time-trace", "fdevice-time-trace-granularity")
+    },
     **{n: ("host", "host_tools") for n in ("compiler-options", "linker-options")},
     "archive-options": ("host", "host_tools"),
     **{n: ("device", "device_tools") for n in ("ptxas-options", "nvlink-options")},
@@ -120,6 +124,9 @@ REASONS = {
     "host_tools": "nvcc hands it to the host compiler, linker or archiver only (the host "
     "compiler also preprocesses for the device side)",
     "device_tools": "nvcc hands it to a device tool only (cicc, ptxas, nvlink, fatbinary)",
+    "time_trace": "the split steps write no trace with it (nvcc --dryrun does not show the "
+    "flags it gives cicc and ptxas); --@rules_cuda_split//cuda:time_trace=true makes every "
+    "cicc and ptxas action write its trace (output group cuda_time_trace, docs/profile.md)",
 }
 
 # Options for which the driver (nvcc-split) runs nvcc itself: long name -> how its
@@ -150,7 +157,8 @@ DRIVER = {
     "output-directory": "-odir",
     "options-file": "--options-file",
     "time": "-time",
-    "fdevice-time-trace": "-fdevice-time-trace",
+    # Its cicc and ptxas flags are not in time_trace_flags.json (scripts/time_trace_table.py).
+    "fdevice-time-trace-granularity": "-fdevice-time-trace-granularity",
     "list-gpu-code": "--list-gpu-code",
     "list-gpu-arch": "--list-gpu-arch",
     "fdevice-syntax-only": "-fdevice-syntax-only",

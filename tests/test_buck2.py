@@ -152,8 +152,10 @@ EXAMPLES = [
 ]
 
 # Bazel's default (sm_90), two real archs, and a real arch with a PTX-only one (the
-# ptxas check); dlto's targets set lto_90 themselves.
+# ptxas check); dlto's targets set lto_90 themselves. The last with compile-time traces
+# (Bazel's --//cuda:time_trace, the Buck2 toolchain's time_trace).
 ARCH_SPECS = ["sm_90", "sm_80,sm_90", "sm_80;compute_90"]
+TRACED_SPEC = "sm_80;compute_90 traced"
 
 _MASKS = [
     (re.compile(r"buck-out/v2/gen/root/[0-9a-f]+/(.*?)/__[^/]+__/"), r"<OUT>/\1/"),
@@ -196,11 +198,12 @@ def _mnemonics() -> dict[str, str]:
     return {re.sub(r"(?<!^)([A-Z])", r"_\1", m).lower(): m for m in planlib.MNEMONICS}
 
 
-def bazel_actions(spec: str) -> collections.Counter[Action]:
+def bazel_actions(spec: str, traced: bool = False) -> collections.Counter[Action]:
     """The examples' CUDA actions as `bazel aquery` shows them, masked."""
     proc = bazel(
         "aquery",
         f"--//cuda:archs={spec}",
+        f"--//cuda:time_trace={str(traced).lower()}",
         'mnemonic("Cuda.*", //examples/...)',
         "--output=jsonproto",
     )
@@ -215,10 +218,13 @@ def bazel_actions(spec: str) -> collections.Counter[Action]:
     return found
 
 
-def buck2_actions(spec: str) -> collections.Counter[Action]:
+def buck2_actions(spec: str, traced: bool = False) -> collections.Counter[Action]:
     """The same targets' step runner actions as the Buck2 rules register them under the
     recorder, masked."""
-    report = recorder.run(recorder.toolchain_targets(spec, HOST_COMPILER) + EXAMPLES)
+    runner, toolchain = recorder.toolchain_targets(spec, HOST_COMPILER)
+    if traced:
+        toolchain = dataclasses.replace(toolchain, kwargs={**toolchain.kwargs, "time_trace": True})
+    report = recorder.run([runner, toolchain, *EXAMPLES])
     writes = recorder.writes_of(report)
     categories = _mnemonics()
     found: collections.Counter[Action] = collections.Counter()
@@ -305,12 +311,12 @@ def test_the_toolchains_interpreter_runs_every_step() -> None:
         assert argv[4].endswith("cuda_split/launch.py"), argv
 
 
-@pytest.fixture(scope="module", params=ARCH_SPECS)
+@pytest.fixture(scope="module", params=[*ARCH_SPECS, TRACED_SPEC])
 def both(
     request: pytest.FixtureRequest,
 ) -> tuple[str, collections.Counter[Action], collections.Counter[Action]]:
-    spec = request.param
-    return spec, bazel_actions(spec), buck2_actions(spec)
+    spec, _, traced = request.param.partition(" ")
+    return request.param, bazel_actions(spec, bool(traced)), buck2_actions(spec, bool(traced))
 
 
 @pytest.mark.bazel
@@ -328,6 +334,13 @@ def test_buck2_actions_equal_bazel_aquery(
         "CudaHostCompile",
     } <= mnemonics
     assert {"CudaNvlink", "CudaRegister", "CudaLinkFatbinary", "CudaLinkStub"} <= mnemonics
+    traces = [a for a in bazel_found if "--time-trace" in a[2]]
+    assert bool(traces) == (spec == TRACED_SPEC)
+    if traces:
+        # Every cicc and ptxas action, the PTX-only check too, and nothing else.
+        assert {m for _, m, _ in traces} == {"CudaCicc", "CudaPtxas"}
+        traced = sum(n for a, n in bazel_found.items() if a[1] in ("CudaCicc", "CudaPtxas"))
+        assert sum(bazel_found[a] for a in traces) == traced
     only_bazel = bazel_found - buck2_found
     only_buck2 = buck2_found - bazel_found
     assert not only_bazel and not only_buck2, (

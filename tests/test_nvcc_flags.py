@@ -58,6 +58,8 @@ REFUSED = [
     ("code-ls", "list-gpu-code", None),
     ("clean", "clean-targets", None),
     ("optf", "options-file", "more.opts"),
+    ("fdevice-time-trace", None, "t"),
+    ("fdevice-time-trace-granularity", None, "100"),
 ]
 
 

@@ -11,8 +11,10 @@ only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `wri
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
+    "CICC",
     "LINK_INPUT",
     "NVLINK",
+    "PTXAS",
     "file_name",
     "link_archs",
     "link_file_roles",
@@ -25,6 +27,7 @@ load(
     "source_stem",
     "source_steps",
     "step_roles",
+    "time_trace_name",
 )
 load(
     "//rules_cuda_split/private:runner.bzl",
@@ -130,7 +133,8 @@ def compile_source(
       target: string, the name its files live under (default: the target's).
 
     Returns:
-      struct(obj, files): the object and the files by role.
+      struct(obj, files): the object and the files by role (with the toolchain's
+      `time_trace`, each cicc and ptxas trace as `time_trace:<kind>:<arch>`).
     """
     steps = source_steps(groups)
     out_dir = source_dir(target or ctx.label.name, rel)
@@ -145,6 +149,16 @@ def compile_source(
         files[role] = ctx.actions.declare_output(paths[role])
     for action in source_actions(steps):
         key = action.key
+        outputs = [files[r] for r in action.outputs]
+        trace = None
+        if toolchain.time_trace and action.kinds in ([CICC], [PTXAS]):
+            # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
+            trace = ctx.actions.declare_output("%s/%s" % (
+                out_dir,
+                time_trace_name(stem, action.kinds[0], action.arch),
+            ))
+            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
+            outputs.append(trace)
         items = step_arguments(
             action.kinds,
             action.arch,
@@ -153,6 +167,7 @@ def compile_source(
             src = src,
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
             nvcc_flags = action.nvcc_flags,
+            time_trace = trace,
         )
         flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
             device_nvcc_flags
@@ -168,7 +183,7 @@ def compile_source(
             # The target's flags, after the plan's (strings, and cmd_args for paths).
             items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in flags],
             inputs = inputs,
-            outputs = [files[r] for r in action.outputs],
+            outputs = outputs,
             params = paths[action.outputs[0]] + "-0.params",
             progress = ACTIONS[key].progress % (rel, action.arch),
             identifier = "%s %s %s" % (rel, action.key, action.arch),

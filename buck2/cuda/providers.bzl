@@ -18,6 +18,7 @@ CudaToolchainInfo = provider(
         "sdk_files": "dict[string, list[Artifact]], each tool's files by plan.bzl's " +
                      "ACTIONS sdk_files names (the Bazel toolchain's tool fields)",
         "step_runner": "list[Artifact], the step runner's sources",
+        "time_trace": "bool, whether cicc and ptxas actions also write their traces",
         "version": "string, the SDK's version",
         "virtual_archs": "list[string], the SDK's virtual archs ([]: not checked)",
     },

@@ -59,6 +59,7 @@ def _cuda_toolchain_impl(ctx):
         runner_main = main[0],
         sdk_files = ctx.attrs.sdk_files,
         step_runner = runner,
+        time_trace = ctx.attrs.time_trace,
         version = ctx.attrs.version,
         virtual_archs = ctx.attrs.virtual_archs,
     )
@@ -128,6 +129,11 @@ cuda_toolchain = rule(
             attrs.string(),
             default = [],
             doc = "nvcc flags of every CUDA target (Bazel's --//cuda:copts).",
+        ),
+        "time_trace": attrs.bool(
+            default = False,
+            doc = "Every cicc and ptxas action also writes its compile-time trace " +
+                  "(Bazel's `//cuda:time_trace`); sub-target `[time_trace]`.",
         ),
         "version": attrs.string(default = "", doc = "The SDK's version, for messages."),
         "real_archs": attrs.list(
@@ -275,6 +281,10 @@ def _library_parts(ctx, toolchain, *, srcs, target):
 
     # The fatbinary nvcc --keep writes (`x.fatbin`), as Bazel's `cuda_fatbin` group.
     device["fatbin"] = {"": [o.files["fatbin"] for o in outputs if "fatbin" in o.files]}
+
+    # With the toolchain's time_trace: the traces of every cicc and ptxas action.
+    traces = [f for o in outputs for r, f in o.files.items() if r.startswith("time_trace:")]
+    device["time_trace"] = {"": traces}
     return struct(info = info, objects = objects, device = device, groups = groups)
 
 def _library_entry(name, groups):

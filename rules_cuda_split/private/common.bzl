@@ -9,6 +9,7 @@ load(
     "CudaCompilerInfo",
     "CudaCoptsSettingInfo",
     "CudaEnableInfo",
+    "CudaTimeTraceInfo",
 )
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
@@ -52,7 +53,18 @@ STEP_RULE_ATTRS = {
         providers = [CudaCompilerInfo],
         doc = "--@rules_cuda_split//cuda:compiler: nvcc, the only one (clang fails).",
     ),
+    "_time_trace": attr.label(
+        default = Label("//cuda:time_trace"),
+        providers = [CudaTimeTraceInfo],
+        doc = "Whether cicc and ptxas actions write their traces " +
+              "(--@rules_cuda_split//cuda:time_trace).",
+    ),
 }
+
+def time_trace_enabled(ctx):
+    """Whether the build setting `//cuda:time_trace` is on (False for a rule without it)."""
+    setting = getattr(ctx.attr, "_time_trace", None)
+    return bool(setting) and setting[CudaTimeTraceInfo].enabled
 
 def resolve_archs(ctx, toolchain):
     """The target's parsed arch spec: its `archs` attribute, else the build setting.

@@ -355,6 +355,7 @@ def _providers(
             cuda_cubin = cubins,
             cuda_fatbin = fatbins,
             cuda_arch_list = depset(arch_lists),
+            cuda_time_trace = depset([f for o in outputs for f in o.traces]),
         ),
     ]
 

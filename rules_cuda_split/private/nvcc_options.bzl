@@ -17,6 +17,7 @@ NVCC_OPTION_REASONS = {
     "threads": "nvcc's own parallelism over the steps of one call, which the split replaces (each step is an action); kept in mono mode",
     "host_tools": "nvcc hands it to the host compiler, linker or archiver only (the host compiler also preprocesses for the device side)",
     "device_tools": "nvcc hands it to a device tool only (cicc, ptxas, nvlink, fatbinary)",
+    "time_trace": "the split steps write no trace with it (nvcc --dryrun does not show the flags it gives cicc and ptxas); --@rules_cuda_split//cuda:time_trace=true makes every cicc and ptxas action write its trace (output group cuda_time_trace, docs/profile.md)",
 }
 
 # Long name -> short name, whether it takes a value, whether a value may follow the
@@ -104,7 +105,7 @@ NVCC_OPTIONS = {
     "split-compile": {"short": "split-compile", "value": True, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "all", "reason": "", "driver": ""},
     "split-compile-extended": {"short": "split-compile-extended", "value": True, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "all", "reason": "", "driver": ""},
     "fdevice-syntax-only": {"short": "fdevice-syntax-only", "value": False, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "all", "reason": "", "driver": "-fdevice-syntax-only"},
-    "fdevice-time-trace": {"short": "fdevice-time-trace", "value": True, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "all", "reason": "", "driver": "-fdevice-time-trace"},
+    "fdevice-time-trace": {"short": "fdevice-time-trace", "value": True, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "refuse", "reason": "time_trace", "driver": ""},
     "keep": {"short": "keep", "value": False, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "refuse", "reason": "plan", "driver": "--keep"},
     "keep-dir": {"short": "keep-dir", "value": True, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "refuse", "reason": "plan", "driver": "--keep-dir"},
     "save-temps": {"short": "save-temps", "value": False, "attached": False, "listed": True, "versions": ["13.0", "13.2", "13.5"], "rules": "refuse", "reason": "plan", "driver": "--save-temps"},
@@ -185,7 +186,7 @@ NVCC_OPTIONS = {
     "apply-controls": {"short": "apply-controls", "value": True, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
     "nvprune-options": {"short": "Xnvprune", "value": True, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
     "fmax-errors": {"short": "fmax-errors", "value": True, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
-    "fdevice-time-trace-granularity": {"short": "fdevice-time-trace-granularity", "value": True, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
+    "fdevice-time-trace-granularity": {"short": "fdevice-time-trace-granularity", "value": True, "attached": False, "listed": True, "versions": ["13.5"], "rules": "refuse", "reason": "time_trace", "driver": "-fdevice-time-trace-granularity"},
     "prune": {"short": "prune", "value": False, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
     "Wconversion": {"short": "Wconversion", "value": False, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},
     "concat": {"short": "concat", "value": False, "attached": False, "listed": True, "versions": ["13.5"], "rules": "all", "reason": "", "driver": ""},

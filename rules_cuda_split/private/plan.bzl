@@ -485,6 +485,21 @@ def source_actions(steps):
             ))
     return actions
 
+def time_trace_name(stem, kind, arch):
+    """The name of the compile-time trace a cicc or ptxas action writes with
+    `//cuda:time_trace`: `<stem>.<arch>.<kind>.trace.json` (`x.compute_90.cicc.trace.json`,
+    `x.sm_90.ptxas.trace.json`), as `cuda-split profile` reads them.
+
+    Args:
+      stem: string, the source's stem (source_stem).
+      kind: string, CICC or PTXAS.
+      arch: string, the action's arch.
+
+    Returns:
+      string.
+    """
+    return "%s.%s.%s.trace.json" % (stem, arch, kind)
+
 def step_roles(steps):
     """Every role the steps of a source read or write, sorted."""
     roles = {}

@@ -40,7 +40,8 @@ def step_arguments(
         src = None,
         lists = [],
         files = [],
-        nvcc_flags = []):
+        nvcc_flags = [],
+        time_trace = None):
     """The step runner's arguments for one action.
 
     Args:
@@ -53,6 +54,8 @@ def step_arguments(
       files: list of (role, file): `--file=<role>=<path>`.
       nvcc_flags: list[string], flags of the step's dryrun: `--nvcc-flag=<flag>` (the
         `=` form keeps argparse from reading an nvcc flag as its own option).
+      time_trace: the file a cicc or ptxas step also writes its compile-time trace to
+        (`--time-trace <path>`), or None.
 
     Returns:
       list of items (see the module's docstring).
@@ -69,5 +72,7 @@ def step_arguments(
         items.append(struct(before_each = flag, values = values))
     for role, f in files:
         items.append(struct(format = "--file=%s=" % role + "%s", value = f))
+    if time_trace != None:
+        items += ["--time-trace", _path_of(time_trace)]
     items += ["--nvcc-flag=" + f for f in nvcc_flags]
     return items

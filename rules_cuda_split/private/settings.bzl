@@ -1,5 +1,6 @@
 """Build settings: `--@rules_cuda_split//cuda:archs`, `:copts`, `:host_copts`,
-`:compile_mode`, `:device_arch_list`, `:version`, `:enable` and `:compiler`."""
+`:compile_mode`, `:device_arch_list`, `:time_trace`, `:version`, `:enable` and
+`:compiler`."""
 
 CudaArchsSettingInfo = provider(
     doc = "The value of the `archs` build setting.",
@@ -166,4 +167,21 @@ compiler_flag = rule(
     build_setting = config.string(flag = True),
     doc = "The CUDA compiler, as rules_cuda's `--@rules_cuda//cuda:compiler`: `nvcc` " +
           "(the default and the only one); `clang` fails at analysis time, saying so.",
+)
+
+CudaTimeTraceInfo = provider(
+    doc = "The value of the `time_trace` build setting.",
+    fields = {"enabled": "bool: whether cicc and ptxas actions also write their traces."},
+)
+
+def _time_trace_flag_impl(ctx):
+    return [CudaTimeTraceInfo(enabled = ctx.build_setting_value)]
+
+time_trace_flag = rule(
+    implementation = _time_trace_flag_impl,
+    build_setting = config.bool(flag = True),
+    doc = "Whether every cicc and ptxas action (split mode) also writes its compile-time " +
+          "trace (`nvcc --fdevice-time-trace`'s Chrome trace JSON, per step and arch) as a " +
+          "declared output, in the output group `cuda_time_trace`; read them with " +
+          "`cuda-split profile` (docs/profile.md). Every other output is the same either way.",
 )

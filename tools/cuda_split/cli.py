@@ -5,6 +5,7 @@ cuda-split save-params LOG --execroot DIR   copy a build's params files aside fo
 cuda-split arch-list BAZEL_BIN         sources whose device code reads the arch list
 cuda-split simulate LOG --workers N    a build's action graph replayed on N workers
 cuda-split audit FILE...               what a binary will do on each GPU (audit.py)
+cuda-split profile TRACE_OR_DIR...     where the compile time goes, from cicc/ptxas traces
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ COMMANDS = {
     "arch-list": ("cuda_split.explain", True),
     "simulate": ("cuda_split.simulate", False),
     "audit": ("cuda_split.audit", False),
+    "profile": ("cuda_split.profile", False),
 }
 
 

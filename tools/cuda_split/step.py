@@ -118,6 +118,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "PWD=/proc/self/cwd and .file paths lose it, so outputs do not depend on where "
         "the build ran)",
     )
+    p.add_argument(
+        "--time-trace",
+        default="",
+        metavar="PATH",
+        help="--kind cicc or ptxas: also write the tool's compile-time trace (Chrome trace "
+        "JSON, nvcc's --fdevice-time-trace) to PATH",
+    )
     p.add_argument("--verbose", action="store_true", help="print the command run")
     args = p.parse_args(list(argv))
     args.steps = []  # (kind, arch) in order
@@ -128,6 +135,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.steps.append((kind, arch or args.arch))
     args.kinds = [kind for kind, _ in args.steps]
     args.kind = args.kinds[0]
+    if args.time_trace and (len(args.kinds) != 1 or args.kind not in (planlib.CICC, planlib.PTXAS)):
+        p.error(f"--time-trace: only a cicc or a ptxas step writes a trace, got {args.kinds}")
     if len(args.kinds) > 1 and not set(args.kinds) <= set(planlib.STEP_KINDS):
         p.error(f"only steps of nvcc's compile plan run together, got {args.kinds}")
     return args

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from cuda_split import archlist
+from cuda_split import archlist, time_trace
 from cuda_split import plan as planlib
 from cuda_split.steps_exec import CHECK_ROLE_PREFIX, execute
 
@@ -41,6 +41,9 @@ def run_compile_step(
         # CUDA 13.0) and not for others (compute_80): its plan decides.
         with open(check, "w", encoding="utf-8") as f:
             f.write(f"nvcc's plan runs no ptxas check of the {arch} PTX\n")
+        if args.time_trace:
+            events = time_trace.metadata(time_trace.TRACE_PIDS[kind], kind, args.src, arch)
+            time_trace.write(args.time_trace, {"traceEvents": events})
         return 0
     step = plan.find(kind, arch)
     rc = execute(plan, step, files, args, hide_sources=kind == planlib.PTXAS)

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from cuda_split import plan as planlib
+from cuda_split import time_trace
 from cuda_split.command import StepCommand
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
@@ -65,6 +66,24 @@ def _strip_cwd_from_ptx(path: str) -> None:
     if new != text:
         with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(new)
+
+
+def _with_time_trace(
+    plan: planlib.Plan, step: planlib.Step, argv: list[str], trace: str
+) -> tuple[list[str], dict[str, str]]:
+    """A cicc or ptxas command that also writes its compile-time trace to `trace`."""
+    if step.kind not in time_trace.TRACE_PIDS:
+        raise planlib.PlanError(f"--time-trace: {step.kind} writes no trace (cicc, ptxas do)")
+    version = time_trace.sdk_version([s.argv for s in plan.steps])
+    try:
+        argv, env = time_trace.add_flags(argv, step.kind, os.path.abspath(trace), version)
+    except ValueError as e:
+        raise planlib.PlanError(str(e)) from None
+    os.makedirs(os.path.dirname(trace) or ".", exist_ok=True)
+    with open(trace, "w", encoding="utf-8") as f:
+        # ptxas adds its events to the file's; cicc writes after what the file holds.
+        f.write(time_trace.EMPTY_TRACE if step.kind == planlib.PTXAS else "")
+    return argv, env
 
 
 def _is_gcc(compiler: str) -> bool:
@@ -137,6 +156,10 @@ def execute(
             cwd = os.path.join(scratch, "cwd")
             os.mkdir(cwd)
             argv = _away_from_sources(argv, cmd.outputs)
+        trace = getattr(args, "time_trace", "")
+        if trace:
+            argv, trace_env = _with_time_trace(plan, step, argv, trace)
+            env.update(trace_env)
         if args.verbose:
             print(shlex.join(argv), file=sys.stderr)
         # nvlink's stderr passes through filter_tool_output; the other tools' as it is.
@@ -155,6 +178,11 @@ def execute(
         if rc != 0:
             print(f"cuda_split: {label} failed (exit {rc}):\n  {shlex.join(argv)}", file=sys.stderr)
             return rc
+        if trace:
+            cwds = (os.getcwd(), os.path.realpath(os.getcwd()), PORTABLE_PWD, scratch)
+            tmp = os.environ.get("TMPDIR", "")
+            prefixes = [d + "/" for d in (*cwds, tmp) if d]
+            time_trace.sanitize(trace, prefixes, step.kind, args.src, step.arch)
     if step.kind == planlib.PTXAS and planlib.flag_value(step.argv, "-o") is None:
         role = CHECK_ROLE_PREFIX + step.arch
         if role in files:

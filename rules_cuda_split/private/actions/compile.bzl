@@ -6,11 +6,14 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
+load("//rules_cuda_split/private:common.bzl", "time_trace_enabled")
 load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mode")
 load(
     "//rules_cuda_split/private:plan.bzl",
     "ACTIONS",
+    "CICC",
     "MONO",
+    "PTXAS",
     "file_name",
     "gencode",
     "random_seed_flags",
@@ -20,6 +23,7 @@ load(
     "source_steps",
     "step_roles",
     "tile_arch_error",
+    "time_trace_name",
 )
 load("//rules_cuda_split/private:runner.bzl", "step_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
@@ -66,7 +70,16 @@ def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_flags = []):
+def _base_args(
+        ctx,
+        kinds,
+        arch,
+        toolchain,
+        cc_toolchain,
+        src,
+        files = [],
+        nvcc_flags = [],
+        time_trace = None):
     return step_args(ctx, step_arguments(
         kinds,
         arch,
@@ -75,6 +88,7 @@ def _base_args(ctx, kinds, arch, toolchain, cc_toolchain, src, files = [], nvcc_
         src = src,
         files = files,
         nvcc_flags = nvcc_flags,
+        time_trace = time_trace,
     ))
 
 def emit_compile_split(
@@ -89,6 +103,10 @@ def emit_compile_split(
         device_nvcc_flags = None,
         per_arch_list = False):
     """Emits the split actions compiling `src`.
+
+    With the build setting `//cuda:time_trace` on, every cicc and ptxas action also
+    writes its compile-time trace, `<stem>.<arch>.<kind>.trace.json` (the file role
+    `time_trace:<kind>:<arch>`).
 
     Every action's nvcc flags end with plan.bzl's `random_seed_flags` for the target and
     source (`-frandom-seed=<package>:<target>:<path in the package>`), unless
@@ -111,11 +129,12 @@ def emit_compile_split(
         (device_arch_list=per_arch).
 
     Returns:
-      struct(obj, files, ptx, cubins, fatbins): the object, the files by role, and
-      lists of the device files (PTX, cubins, the `.fatbin`).
+      struct(obj, files, ptx, cubins, fatbins, traces): the object, the files by role,
+      lists of the device files (PTX, cubins, the `.fatbin`) and of the traces.
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
+    traced = time_trace_enabled(ctx)
 
     # An option this SDK's nvcc lacks (--enable-tile with 13.0) fails here, at analysis.
     _check_flags(ctx, groups, nvcc_flags, toolchain)
@@ -131,6 +150,15 @@ def emit_compile_split(
     for action in source_actions(steps):
         kind = ACTIONS[action.key]
         flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
+        outputs = [files[r] for r in action.outputs]
+        trace = None
+        if traced and action.kinds in ([CICC], [PTXAS]):
+            trace = ctx.actions.declare_file("%s/%s" % (
+                out_dir,
+                time_trace_name(stem, action.kinds[0], action.arch),
+            ))
+            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
+            outputs.append(trace)
         args = _base_args(
             ctx,
             action.kinds,
@@ -140,6 +168,7 @@ def emit_compile_split(
             src,
             files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
             nvcc_flags = action.nvcc_flags + flags + seed,
+            time_trace = trace,
         )
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
@@ -150,7 +179,7 @@ def emit_compile_split(
             ctx,
             args = args,
             inputs = depset(direct, transitive = transitive),
-            outputs = [files[r] for r in action.outputs],
+            outputs = outputs,
             mnemonic = kind.mnemonic,
             progress_message = _progress(ctx, kind.progress % (src.short_path, action.arch)),
         )
@@ -163,6 +192,7 @@ def emit_compile_split(
         # The fatbinary nvcc --keep writes (`x.fatbin`); the embedded `x.fatbin.c` stays
         # an input of the host compile only (--tile-only has no SIMT fatbinary).
         fatbins = [files["fatbin"]] if "fatbin" in files else [],
+        traces = [files[r] for r in files if r.startswith("time_trace:")],
     )
 
 def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
@@ -214,6 +244,7 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
         ptx = [groups_dirs["ptx"]],
         cubins = [groups_dirs["cubin"]],
         fatbins = [groups_dirs["fatbin"]],
+        traces = [],
     )
 
 def _check_flags(ctx, groups, nvcc_flags, toolchain):

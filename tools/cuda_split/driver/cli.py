@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
+from cuda_split import time_trace
+from cuda_split.driver import time_traces
 from cuda_split.driver.common import Unsplittable, append_json_line, say
 from cuda_split.driver.dag import build_dag
 from cuda_split.driver.executor import load_limit, open_pool
@@ -155,6 +157,12 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
         # StepCommand moves SDK paths from _HERE_ to the nvcc it is given: give it
         # nvcc's own directory, so the commands stay exactly nvcc's.
         nodes, files = build_dag(plan, work_dir, os.path.join(here, "nvcc"))
+        if inv.time_trace:
+            try:
+                version = time_trace.sdk_version([s.argv for s in plan.steps])
+                time_traces.add_traces(nodes, work_dir, version)
+            except ValueError as e:
+                raise Unsplittable(str(e)) from e
         for line in messages:
             print(line, file=sys.stderr)
         if opts.verbose and jobserver is not None:
@@ -198,6 +206,8 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
                 with contextlib.suppress(OSError):
                     os.unlink(out or "")
                 rc = 1
+        if rc == 0 and inv.time_trace:
+            time_traces.write_merged(time_traces.merged_path(inv.time_trace, out), nodes, src)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         os.close(lock)

@@ -32,6 +32,7 @@ class Node:
     deps: set[int] = dataclasses.field(default_factory=set)
     # Filled in by the run.
     seconds: float = 0.0
+    started: float = 0.0  # wall-clock seconds since the epoch
     cpu: float = 0.0  # CPU seconds of the tools it ran (user + system)
     cache: str = "off"  # hit, miss, off
     worker_seconds: float | None = None  # remote-exec: how long the worker had it

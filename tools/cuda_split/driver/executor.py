@@ -126,7 +126,7 @@ def run_dag(
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def work(node: Node, token: bytes | None, slot: int | None) -> Node:
-        start = time.time()
+        start = node.started = time.time()
         try:
             return run(node)
         finally:

@@ -71,6 +71,7 @@ class Invocation:
     dep_system: bool  # -MD (system headers too) rather than -MMD
     dep_target: str | None  # -MT (the last one, as nvcc takes it)
     dep_phony: bool  # -MP
+    time_trace: str | None  # --fdevice-time-trace's value (the last one)
     reasons: list[str]  # why the driver cannot split it (empty: it can)
 
 
@@ -99,6 +100,7 @@ def analyze(args: Sequence[str]) -> Invocation:
     rdc_values = [o.value for o in options if o.name == "rdc"]
     rdc = "dc" in names or (bool(rdc_values) and rdc_values[-1] == "true")
     targets = [o.value for o in options if o.name == "MT" and o.value is not None]
+    traces = [o.value for o in options if o.name == "fdevice-time-trace" and o.value]
     return Invocation(
         args=list(args),
         options=options,
@@ -110,6 +112,7 @@ def analyze(args: Sequence[str]) -> Invocation:
         dep_system="MMD" not in names,
         dep_target=targets[-1] if targets else None,
         dep_phony="MP" in names,
+        time_trace=traces[-1] if traces else None,
         reasons=reasons,
     )
 

@@ -15,6 +15,7 @@ from cuda_split import cache as cachelib
 from cuda_split import jobserver as jobserverlib
 from cuda_split import plan as planlib
 from cuda_split import slots as slotslib
+from cuda_split.driver import time_traces
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
 from cuda_split.driver.executor import held_slot, load_limit, run_dag, sizes
 from cuda_split.driver.host_remote import host_compile_spec
@@ -35,7 +36,7 @@ from cuda_split.driver.preprocess import (
     texts_entry,
 )
 from cuda_split.driver.reports import trace_record
-from cuda_split.driver.step_spec import plan_step_spec
+from cuda_split.driver.step_spec import RELOCATED_ROLE_PREFIXES, plan_step_spec
 from cuda_split.hermetic import HermeticStep
 
 if TYPE_CHECKING:
@@ -61,10 +62,6 @@ MANIFEST_VARIANTS = 8
 
 # Environment lines of nvcc's plan that are not paths and may change a step's output.
 _KEY_ENV = ("_NVVM_BRANCH_", "_CUDART_", "_TARGET_SIZE_", "CUDAFE_FLAGS", "PTXAS_FLAGS")
-
-# Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
-# cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
-_RELOCATED_ROLE_PREFIXES = ("stub:",)
 
 
 class Runner:
@@ -187,14 +184,14 @@ class Runner:
     def portable(self, node: Node, role: str, data: bytes) -> bytes:
         """An output as the cache keeps it: where it names its own path (cicc's stub
         ends with `# 1 "<its path>"`), the path in the step's root instead."""
-        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+        if role.startswith(RELOCATED_ROLE_PREFIXES):
             local, rel = node.outputs[role], self.spec(node).outputs[role]
             data = _line_marker(local).sub(lambda m: m.group(1) + _quoted(rel), data)
         return data
 
     def localize(self, node: Node, role: str, data: bytes) -> bytes:
         """The inverse of `portable`."""
-        if role.startswith(_RELOCATED_ROLE_PREFIXES):
+        if role.startswith(RELOCATED_ROLE_PREFIXES):
             local, rel = node.outputs[role], self.spec(node).outputs[role]
             data = _line_marker(rel).sub(lambda m: m.group(1) + _quoted(local), data)
         return data
@@ -543,6 +540,7 @@ class Runner:
         node.cpu += cpu
         if node.rc != 0:
             return
+        time_traces.finish(node, self.source, [self.work_dir, self.tool_tmp, os.getcwd()])
         for role, path in node.outputs.items():
             if not os.path.isfile(path) or os.path.getsize(path) == 0:
                 node.rc = 1

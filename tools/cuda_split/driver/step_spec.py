@@ -29,6 +29,11 @@ REMOTE_EXEC_KINDS = (planlib.CUDAFE, planlib.CICC, planlib.PTXAS, planlib.FATBIN
 REMOTE_ENV = {"TMPDIR": "."}
 
 
+# Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
+# cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
+RELOCATED_ROLE_PREFIXES = ("stub:",)
+
+
 def sdk_path(path: str, sdk_top: str) -> str | None:
     """`sdk/<path in the SDK>` for a file of the SDK at `sdk_top`, else None."""
     rel = os.path.relpath(os.path.realpath(path), sdk_top)
@@ -89,6 +94,8 @@ def plan_step_spec(
         why = f"{argv[0]} is not in the SDK ({sdk_top})"
     elif cwd:
         why = "its output names the working directory (-G/-lineinfo)"
+    elif any(role.startswith("time_trace:") for role in node.outputs):
+        why = "it writes a compile-time trace, made portable here"
     elif records_sources(node):
         why = "its cubin records the mtime and size of the sources its PTX names (-G/-lineinfo)"
     return HermeticStep(
