@@ -21,7 +21,7 @@ archs="${2:-75,80,86,89,90}"
 py="${PYTHON:-$repo/.venv/bin/python}"
 [[ -x "$py" ]] || py=python3
 export PYTHONPATH="$repo/tools${PYTHONPATH:+:$PYTHONPATH}"
-nvcc="${NVCC:-$repo/.sdk/nvidia/cu13/bin/nvcc}"
+nvcc="${NVCC:-$repo/.sdk/$("$py" "$repo/scripts/cuda_version_table.py" --sdk-root)/bin/nvcc}"
 corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); import corpus; $1"); }
 ggml="$(corpus 'print(corpus.ggml_dir())')"
 mapfile -t flags < <(corpus 'print("\n".join(corpus.ggml_cuda_flags()))')

@@ -10,7 +10,8 @@ Temporary paths become `{trace}`, the numbers nvcc gives `--use-trace-pid` `{pid
 
 Usage:
 
-    python3 scripts/time_trace_table.py --nvcc 13.0=.sdk/nvidia/cu13/bin/nvcc
+    python3 scripts/time_trace_table.py \
+        --nvcc 13.0=.sdk/$(python3 scripts/cuda_version_table.py --sdk-root)/bin/nvcc
 
 rewrites the file; a version given no `--nvcc` keeps what the checked-in table says of it;
 `--check` exits 1 when the file is stale instead of writing it (tests/test_time_trace.py).
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for pair in args.nvcc:
         version, sep, nvcc = pair.partition("=")
         if not sep or not re.fullmatch(r"\d+\.\d+", version):
-            p.error(f"--nvcc wants VERSION=PATH (13.0=.sdk/nvidia/cu13/bin/nvcc), got '{pair}'")
+            p.error(f"--nvcc wants VERSION=PATH (13.0=/path/to/bin/nvcc), got '{pair}'")
         table[version] = derive(nvcc)
     text = render(table)
     if args.check:
