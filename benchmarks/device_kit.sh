@@ -7,7 +7,7 @@
 #               postgres, their modules and share files) with the shared libraries it
 #               loads beyond glibc, and wrappers that point the loader at them
 # Each travels in its own device call (`carry`): together with the ggml corpus they are
-# over a call's 64 MiB. .git/info/exclude should name /.device-kit/.
+# over a call's 64 MiB. .gitignore names /.device-kit/.
 #
 #   bash benchmarks/device_kit.sh [--python-version 3.12]
 set -euo pipefail

@@ -12,7 +12,8 @@
 # and ggml.png (the chart). Environment: NVCC (default: the set-up's .sdk), PYTHON (>= 3.11,
 # default: the set-up's .venv, else python3; nvcc-split and cuda-split run from tools/ with
 # the standard library), JOBS (default: the cores), SOURCES (an extended regex: only the
-# sources it matches), TOP (rows per table, default 15); CUDA_SPLIT_CORPUS_CACHE: where
+# sources it matches), SAMPLE and SEED (SAMPLE sources drawn at random with SEED, default
+# 1), TOP (rows per table, default 15); CUDA_SPLIT_CORPUS_CACHE: where
 # tests/corpus.py finds (or downloads) the pinned sdist.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,9 @@ corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); imp
 ggml="$(corpus 'print(corpus.ggml_dir())')"
 mapfile -t flags < <(corpus 'print("\n".join(corpus.ggml_cuda_flags()))')
 for a in ${archs//,/ }; do flags+=("-gencode=arch=compute_$a,code=sm_$a"); done
-mapfile -t sources < <(corpus 'print("\n".join(corpus.ggml_cuda_sources(corpus.ggml_dir())))' |
+# SAMPLE=N: N of them drawn at random with SEED (default 1), before SOURCES.
+mapfile -t sources < <(corpus "import random; s = corpus.ggml_cuda_sources(corpus.ggml_dir()); \
+n = int('${SAMPLE:-0}' or 0); print('\n'.join(sorted(random.Random(int('${SEED:-1}')).sample(s, n)) if n else s))" |
     grep -E "${SOURCES:-.}")
 rm -rf "$out" && mkdir -p "$out/obj"
 echo "ggml_profile: ${#sources[@]} sources for sm_{$archs} into $out" >&2

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Bazel split against Bazel mono and nvcc on the device machine's own cores
+# (benchmarks/README.md, "Bazel on many cores"), after `scripts/gpu_bazel.sh unpack` put
+# Bazel on PATH and wrote .bazelrc.user (the machine's SDK in place of the wheels):
+#
+#   bash benchmarks/bazel_scale.sh start LABEL    # in the background (setsid nohup)
+#   bash benchmarks/bazel_scale.sh wait           # up to WAIT_S (540 s), then pack
+#
+# Two run.py runs of scenario 1 (cold, every file at once under --jobs = cores), each with
+# two repeats whose configurations rotate (alternating builds), on ggml files drawn at
+# random with SEED from those not in benchmarks/subset.txt:
+#   LABEL-sm90    ONE_ARCH files (default 16), sm_90 only: nvcc, bazel-split, bazel-mono;
+#   LABEL-archs5  FIVE_ARCH files (default 10), sm_75..sm_90: nvcc-t, bazel-split,
+#                 bazel-mono.
+# Then the per-action start-up of the step runner, measured: the interpreter with the
+# runner's imports, and nvcc --dryrun of a ggml file (what every split action does before
+# its step), each 40 times. Results (run.py's summaries, raw measurements with Bazel's
+# execution logs, startup.json) go to $OUT_DIR (default /tmp/devout); `wait` packs them
+# into $OUT_DIR/results.tgz.
+set -u
+cmd=${1:?usage: bazel_scale.sh start LABEL | run LABEL | wait}
+out=${OUT_DIR:-/tmp/devout}
+log=$out/bazel-scale-log.txt
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+corpus=${CORPUS_DIR:-.cache/corpus/ggml-0.3.36}
+seed=${SEED:-7}
+
+case $cmd in
+start)
+    label=${2:?bazel_scale.sh start LABEL}
+    mkdir -p "$out"
+    setsid nohup bash "$0" run "$label" >"$log" 2>&1 </dev/null &
+    echo "bazel_scale.sh: started, log $log"
+    exit 0
+    ;;
+wait)
+    [ -f "$log" ] || { echo "bazel_scale.sh: no run here ($log missing)" >&2; exit 3; }
+    end=$((SECONDS + ${WAIT_S:-540}))
+    while ((SECONDS < end)) && ! grep -q '^all done' "$log"; do sleep 5; done
+    tail -n 30 "$log"
+    tar czf "$out/results.tgz" -C "$out" --exclude results.tgz . 2>/dev/null
+    grep -q '^all done' "$log"
+    exit
+    ;;
+run) label=${2:?bazel_scale.sh run LABEL} ;;
+*)
+    echo "bazel_scale.sh: unknown command '$cmd' (start, run, wait)" >&2
+    exit 2
+    ;;
+esac
+
+command -v bazel >/dev/null || { echo "bazel_scale.sh: no bazel on PATH (scripts/gpu_bazel.sh unpack)" >&2; exit 1; }
+cores=$(nproc)
+export PYTHONUNBUFFERED=1
+run=(python3 benchmarks/run.py compare --examples none --scenarios 1 --repeats 2
+    --corpus-dir "$corpus" --nvcc "$nvcc" --jobs "$cores" --seed "$seed" --out "$out"
+    --raw-dir "$out/raw" --work-dir /tmp/bazel-scale-work)
+echo "start $(date -u +%T) cores $cores seed $seed"
+"${run[@]}" --label "$label-sm90" --archs sm_90 --sample "${ONE_ARCH:-16}" \
+    --configs nvcc,bazel-split,bazel-mono
+echo "sm90 end $(date -u +%T)"
+"${run[@]}" --label "$label-archs5" --sample "${FIVE_ARCH:-10}" \
+    --configs nvcc-t,bazel-split,bazel-mono
+echo "archs5 end $(date -u +%T)"
+python3 - "$nvcc" "$corpus" "$out/startup.json" <<'EOF'
+import json, pathlib, subprocess, sys, time
+sys.path.insert(0, "tests")
+import corpus as c
+
+nvcc, ggml, dest = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
+flags = c.ggml_cuda_flags()
+tools = str(pathlib.Path("tools").resolve())
+cmds = {
+    "runner interpreter and imports": [
+        "python3", "-B", "-S", "-E", "-c", f"import sys; sys.path.insert(0, {tools!r}); import cuda_split.step"],
+    "nvcc --dryrun": [nvcc, "--dryrun", "-c", "src/ggml-cuda/norm.cu", "-o", "/tmp/x.o", "-arch=sm_90", *flags],
+}
+res = {}
+for name, argv in cmds.items():
+    t = []
+    for _ in range(40):
+        t0 = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=False, cwd=ggml)
+        t.append(time.perf_counter() - t0)
+    t.sort()
+    res[name] = {"median_s": t[len(t) // 2], "min_s": t[0]}
+pathlib.Path(dest).write_text(json.dumps(res, indent=1))
+print(json.dumps(res))
+EOF
+echo "all done $(date -u +%T)"
