@@ -273,23 +273,33 @@ def test_predicted_link_steps_are_the_steps_of_nvccs_dlink_dryrun(
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize(
-    "spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "sm_80;lto_90"]
+    "spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "sm_80;lto_90", "lto_90"]
 )
 def test_each_predicted_link_step_is_found_in_the_dlink_dryrun_of_its_own_flags(
     spec: str,
 ) -> None:
     """What the step runner does in every device link action: ask nvcc for the -dlink
     plan of the step's flags alone and take the one step of its kind (and arch: nvlink).
-    An nvlink step's flags name its own arch only, so nvcc plans no `-report-arch`."""
-    for step in plan_bzl.link_steps(spec):
+    An nvlink step's flags name every linked arch, so its command is the one nvcc's
+    -dlink of the whole binary runs (with several archs, `-report-arch`); where LTO and
+    non-LTO archs mix, only the LTO arch's nvlink gets `-dlto`."""
+    steps = plan_bzl.link_steps(spec)
+    whole = _dlink_dryrun(next(s for s in steps if s.kind == "link_fatbinary").nvcc_flags)
+    for step in steps:
         if step.kind == planlib.REGISTER:
             assert step.nvcc_flags == []
             continue
         kind = planlib.LINK_KINDS[step.kind]
         found = _dlink_dryrun(step.nvcc_flags).find(kind, step.arch)
-        if kind == planlib.NVLINK:
-            assert "-report-arch" not in found.argv
-            assert ("-dlto" in found.argv) == any("ltoir:" in r for r in step.inputs), step
+        if kind != planlib.NVLINK:
+            assert found.argv == whole.find(kind, step.arch).argv, step
+            continue
+        lto = any("ltoir:" in r for r in step.inputs)
+        assert ("-dlto" in found.argv) == lto, step
+        several = len([s for s in whole.steps if s.kind == kind]) > 1
+        assert ("-report-arch" in found.argv) == several, found.argv
+        if lto or "-dlto" not in whole.find(kind, step.arch).argv:
+            assert found.argv == whole.find(kind, step.arch).argv, step
 
 
 @pytest.mark.nvcc

@@ -584,10 +584,11 @@ def link_flags(links):
         flags.append("-dlto")
     return flags
 
-def nvlink_flags(real, virtual, lto):
-    """The arch flags of one nvlink step: only its own arch, so the action is the same
-    whatever else the binary targets."""
-    return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
+def nvlink_flags(links, lto):
+    """The arch flags of one nvlink step: every linked arch, as nvcc -dlink has them (with
+    several, nvcc passes nvlink `-report-arch`, which nvlink records in the linked cubin's
+    `.note.nv.tkinfo`), and `-dlto` where this step's own arch is LTO."""
+    return ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if lto else [])
 
 # LINK_INPUT (vocabulary.bzl) prefixes a device link step's roles that name files of the
 # linked sources (their source_steps roles), not of the link: `input:cubin:sm_90` is every
@@ -614,7 +615,8 @@ def link_steps(groups):
        of the linked sources (its relocatable cubins, their LTO-IR for an `lto_` arch,
        and the host objects of compile_mode=mono, which carry every arch) and writing the
        linked cubin and the modules it took from libraries (`prelinked`: libcudadevrt's,
-       where device code launches kernels); its dryrun sees its own arch only.
+       where device code launches kernels); its dryrun is nvcc -dlink's for every
+       linked arch (nvlink_flags), of which the step runs its own arch's nvlink.
     2. register: the registration file nvcc's nvlink writes (`--register-link-binaries`),
        from the sources' module ids and every nvlink's `prelinked`, in arch order: nvlink
        names cubin inputs after their paths, not their module ids.
@@ -645,7 +647,7 @@ def link_steps(groups):
             real,
             code,
             ["linked:" + real, "prelinked:" + real],
-            nvlink_flags(real, virtual, lto),
+            nvlink_flags(links, lto),
             [("--link-input", code)],
         ))
     module_ids = [LINK_INPUT + "module_id"]
