@@ -94,6 +94,29 @@ def _split_groups_hint(part):
             groups[-1] = groups[-1] + "," + item
     return ";".join(groups)
 
+_WHITESPACE = " \t\n\r"
+
+def _words(text):
+    """The whitespace-separated words of `text` (Bazel 4.2.3's split needs a separator)."""
+    for c in _WHITESPACE.elems():
+        text = text.replace(c, " ")
+    return [w for w in text.split(" ") if w]
+
+def _spaces_as_commas(spec):
+    """`spec` with a ',' for each run of whitespace between two archs, and no other
+    whitespace: `sm_80 compute_90; sm_75` -> `sm_80,compute_90;sm_75`."""
+    out = ""
+    gap = False
+    for c in spec.elems():
+        if c in _WHITESPACE:
+            gap = True
+            continue
+        if gap and out and out[-1] not in ",;:" and c not in ",;:":
+            out += ","
+        gap = False
+        out += c
+    return out
+
 _DIGITS = "0123456789"
 
 def _arch_number(token, prefix):
@@ -162,7 +185,8 @@ def parse_arch_spec(spec):
     `;` separates groups. `sm_80,sm_90` is two groups (a comma list of shorthands);
     `compute_80:sm_80,sm_86` is one virtual arch with two real ones (after `:` the commas
     list codes of that virtual arch, so such a group stands alone between `;`s);
-    `compute_90:compute_90,sm_90` also embeds the PTX.
+    `compute_90:compute_90,sm_90` also embeds the PTX. Whitespace around an arch is
+    ignored; between two archs it is refused (as nvcc's `-arch` refuses it).
 
     Args:
       spec: string, e.g. "compute_80:sm_80,sm_86;sm_90".
@@ -172,7 +196,20 @@ def parse_arch_spec(spec):
       an error message naming the bad token and the accepted forms.
     """
     groups = []
-    parts = spec.replace(" ", "").split(";")
+    for part in spec.split(";"):
+        for item in part.replace(":", ",").split(","):
+            words = _words(item)
+            if len(words) > 1:
+                # nvcc's -arch refuses a space too; joining the words would name a token
+                # the user never wrote.
+                return None, ("'%s' in '%s': spaces are not separators: use ',' " +
+                              "(did you mean '%s'?); accepted forms: %s") % (
+                    item.strip(),
+                    spec,
+                    _spaces_as_commas(spec),
+                    ACCEPTED_FORMS,
+                )
+    parts = "".join(_words(spec)).split(";")
     if not "".join(parts):
         return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
     for part in parts:

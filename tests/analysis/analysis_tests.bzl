@@ -170,6 +170,13 @@ bad_flag_archs_test = analysistest.make(
     config_settings = {_ARCHS: "sm_90,sm_4x"},
 )
 
+spaced_flag_archs_test = analysistest.make(
+    _expect_failure_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+    config_settings = {_ARCHS: "sm_80 compute_90"},
+)
+
 def _nvlink_per_arch_impl(ctx):
     env = analysistest.begin(ctx)
     counts = _actions_by_mnemonic(env)
