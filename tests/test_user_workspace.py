@@ -340,23 +340,51 @@ def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pa
     assert cli.main(["audit", *fatbins, "--gpus", "sm_90", "--require", "sass"]) == 0
 
 
+_SETUP_BLOCK = re.compile(r"^# >>> written by scripts/setup.sh.*?^# <<<", re.M | re.S)
+_OFFLINE_BLOCK = re.compile(
+    r"the lines set-up\swrites into `\.bazelrc\.user`:\n\n```\n(.*?)```\n\n(.*?)\n\n", re.S
+)
+
+
 def test_readme_tells_how_to_work_offline() -> None:
-    """README names every repository the set-up overrides for a workspace without
-    internet."""
+    """README gives every line the set-up writes into `.bazelrc.user` (as a user writes
+    it, $RCS: the clone) and says why each is there."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    for name in re.findall(r"--override_repository=(\w+)=", offline_bazelrc()):
-        assert f"--override_repository={name}=" in text, name
-    assert "build --distdir=" in offline_bazelrc()
-    assert "build --distdir=$RCS/.cache/cuda-wheels" in text
-    # Every `build` line the set-up writes, as a user writes it ($RCS: the clone), but the
-    # tmpfs-only --sandbox_base, which README mentions apart.
-    wanted = [
+    (setup,) = _SETUP_BLOCK.findall((REPO / ".bazelrc.user").read_text())
+    written = [
         line.replace(str(REPO), "$RCS")
-        for line in offline_bazelrc().splitlines()
-        if line.startswith("build ") and "--sandbox_base" not in line
+        for line in setup.splitlines()
+        if line.strip() and not line.startswith("#")
     ]
-    assert "build --nosandbox_debug" in wanted
-    assert [line for line in wanted if f"\n{line}\n" not in text] == []
+    assert written, setup
+    m = _OFFLINE_BLOCK.search(text)
+    assert m, "README's offline .bazelrc block"
+    block, why = m[1].splitlines(), m[2]
+    builds = [line for line in written if line.startswith("build ")]
+    # --sandbox_base is written only where /dev/shm is tmpfs; README gives it always.
+    assert [line for line in block if line in builds or "--sandbox_base" in line] == block
+    assert [line for line in builds if line not in block] == []
+    assert "build --sandbox_base=/dev/shm" in block
+    # The other commands get the build lines that serve downloads, and README says so.
+    serving = sorted(
+        line.split(" ", 1)[1]
+        for line in builds
+        if "--override_repository" in line or "--distdir" in line
+    )
+    for cmd in ("fetch", "query", "sync"):
+        assert (
+            sorted(line.split(" ", 1)[1] for line in written if line.startswith(cmd + " "))
+            == serving
+        )
+    assert {line.split(" ", 1)[0] for line in written} == {"build", "fetch", "query", "sync"}
+    assert (
+        "the same `--override_repository` and `--distdir` lines for `fetch`, `query` and `sync`"
+        in why
+    )
+    # Why each line: the overrides in the paragraph before the block, the others after it.
+    assert "offline, the overrides below serve local copies" in text
+    for flag in {line.split()[1].split("=")[0] for line in block} - {"--override_repository"}:
+        assert f"`{flag}`" in why, flag
 
 
 def _bin_dir(workspace: pathlib.Path, output_base: pathlib.Path) -> pathlib.Path:
