@@ -614,18 +614,13 @@ def link_archs(groups):
     return links
 
 def link_flags(links):
-    """The arch flags of the device link's fatbinary and link.stub steps (every linked
-    arch, and `-dlto` where one is LTO)."""
+    """The arch flags of every step of the device link (every linked arch, and `-dlto`
+    where one is LTO), as nvcc -dlink has them: with several archs nvcc passes each nvlink
+    `-report-arch`, which nvlink records in the linked cubin's `.note.nv.tkinfo`."""
     flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links]
     if [lto for _, _, lto in links if lto]:
         flags.append("-dlto")
     return flags
-
-def nvlink_flags(links, lto):
-    """The arch flags of one nvlink step: every linked arch, as nvcc -dlink has them (with
-    several, nvcc passes nvlink `-report-arch`, which nvlink records in the linked cubin's
-    `.note.nv.tkinfo`), and `-dlto` where this step's own arch is LTO."""
-    return ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links] + (["-dlto"] if lto else [])
 
 # LINK_INPUT (vocabulary.bzl) prefixes a device link step's roles that name files of the
 # linked sources (their source_steps roles), not of the link: `input:cubin:sm_90` is every
@@ -653,7 +648,7 @@ def link_steps(groups):
        and the host objects of compile_mode=mono, which carry every arch) and writing the
        linked cubin and the modules it took from libraries (`prelinked`: libcudadevrt's,
        where device code launches kernels); its dryrun is nvcc -dlink's for every
-       linked arch (nvlink_flags), of which the step runs its own arch's nvlink.
+       linked arch (link_flags), of which the step runs its own arch's nvlink.
     2. register: the registration file nvcc's nvlink writes (`--register-link-binaries`),
        from the sources' module ids and every nvlink's `prelinked`, in arch order: nvlink
        names cubin inputs after their paths, not their module ids.
@@ -674,6 +669,7 @@ def link_steps(groups):
     links = link_archs(groups)
     if not links:
         return []
+    flags = link_flags(links)
     steps = []
     for real, virtual, lto in links:
         code = [LINK_INPUT + "cubin:" + real, LINK_INPUT + "obj"]
@@ -684,7 +680,7 @@ def link_steps(groups):
             real,
             code,
             ["linked:" + real, "prelinked:" + real],
-            nvlink_flags(links, lto),
+            flags,
             [("--link-input", code)],
         ))
     module_ids = [LINK_INPUT + "module_id"]
@@ -697,7 +693,6 @@ def link_steps(groups):
         [],
         [("--module-id-file", module_ids), ("--prelinked-file", prelinked)],
     ))
-    flags = link_flags(links)
     linked = ["linked:" + real for real, _, _ in links]
     steps.append(_link_step(LINK_FATBINARY, "", linked, ["fatbin.c"], flags))
     steps.append(_link_step(LINK_HOST_COMPILE, "", ["fatbin.c", "reg.c"], ["obj"], flags))
