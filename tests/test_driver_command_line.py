@@ -117,6 +117,26 @@ def test_compiler_form_answers_as_nvcc(sdk) -> None:
         )
 
 
+@pytest.mark.parametrize("flag", ["-arch=sm_80 compute_90", "--gpu-architecture=sm_80 sm_90"])
+def test_an_arch_list_with_a_space_is_nvccs_refusal_quoting_it(sdk, tmp_path, flag) -> None:
+    """nvcc-split reads no arch list itself: nvcc's plan refuses a space between archs,
+    naming the list as written (the Bazel rules refuse it too, tests/test_starlark_helpers.py)."""
+    (tmp_path / "x.cu").write_text("__global__ void k() {}\n")
+    nvcc = str(sdk / "bin" / "nvcc")
+    proc = subprocess.run(
+        [*DRIVER, "-c", "x.cu", "-o", "x.o", flag],
+        cwd=tmp_path,
+        env=_env(CUDA_SPLIT_NVCC=nvcc),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    archs = flag.partition("=")[2]
+    assert proc.returncode != 0
+    assert f"nvcc fatal   : Unsupported gpu architecture '{archs}'" in proc.stderr
+    assert not (tmp_path / "x.o").exists()
+
+
 @pytest.mark.parametrize(
     "argv, extra_env, said",
     [

@@ -425,3 +425,44 @@ def test_cpp_source_as_cuda_matches_nvcc(
     images = harness.list_images(cuobjdump, pair.split.paths["obj"])
     assert images and images == harness.list_images(cuobjdump, pair.nvcc.obj)
     assert harness.same_object(pair) == harness.same_object_expected(pair)
+
+
+# A source that inlines cuda_fp16.h's functions (internal linkage) and has no
+# internal-linkage symbol of its own.
+LINEINFO_SOURCE = "tests/fidelity/lineinfo/half.cu"
+_B8_LINE = re.compile(rb"^\.b8 ([0-9,]+)\n", re.M)
+
+
+def ptx_dwarf(ptx: bytes) -> tuple[bytes, bytes]:
+    """(the PTX without its `.b8` lines, the bytes those lines spell: its DWARF)."""
+    spelled = b"".join(bytes(int(c) for c in m[1].split(b",")) for m in _B8_LINE.finditer(ptx))
+    return _B8_LINE.sub(b"", ptx), spelled
+
+
+@pytest.mark.parametrize("lineinfo", [False, True], ids=["plain", "lineinfo"])
+def test_lineinfo_dwarf_names_inlined_sdk_functions_by_module_id(
+    sdk: pathlib.Path, tmp_path: pathlib.Path, lineinfo: bool
+) -> None:
+    """With -lineinfo, cicc names each inlined function in the DWARF's `.debug_str`,
+    internal-linkage ones (here cuda_fp16.h's) by a name that holds the module id. With
+    the rules' relative --orig-src-path-name (and the working directory kept, (1)), such
+    a source's PTX and cubin differ from nvcc's in the module id inside the DWARF bytes
+    alone; without -lineinfo they are nvcc's."""
+    src = LINEINFO_SOURCE
+    flags = [*(["-lineinfo"] if lineinfo else []), *seed_flags(src)]
+    pair = harness.compile_both(
+        sdk, src, BASE, flags, tmp_path, orig_src_path_name="", keep_cwd_in_debug_paths=True
+    )
+    ours_id, nvcc_id = (b.strip() for b in pair.read("module_id"))
+    assert ours_id != nvcc_id and len(ours_id) == len(nvcc_id)
+    (ours_code, ours_dwarf), (nvcc_code, nvcc_dwarf) = map(ptx_dwarf, pair.read("ptx:compute_80"))
+    assert_same("ptx:compute_80 (without DWARF)", ours_code, nvcc_code)
+    assert nvcc_id not in nvcc_code
+    assert (nvcc_id in nvcc_dwarf) == lineinfo
+    if lineinfo:
+        assert b"_INTERNAL_" + nvcc_id[1:] + b"6__haddE" in nvcc_dwarf
+    assert_same("ptx:compute_80 DWARF", ours_dwarf.replace(ours_id, nvcc_id), nvcc_dwarf)
+    ours_cubin, nvcc_cubin = pair.read("cubin:sm_80")
+    assert (nvcc_id in nvcc_cubin) == lineinfo
+    assert (ours_cubin == nvcc_cubin) == (not lineinfo)
+    assert_same("cubin:sm_80", ours_cubin.replace(ours_id, nvcc_id), nvcc_cubin)

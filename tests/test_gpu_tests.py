@@ -92,6 +92,12 @@ def test_properties_land_on_the_test_actions_only(tmp_path: pathlib.Path) -> Non
     assert set(tests) == set(EXPECTED)
     for name, seen in tests.items():
         assert all(props == EXPECTED[name] for props in seen), (name, seen)
+    # A cuda_test with `gpu` runs its binary from a script Bazel writes (no action that
+    # would ask for the GPU): a file, as a cc_test's output is, not a symlink.
+    bin_dir = pathlib.Path(bazel("info", "bazel-bin").stdout.strip())
+    for name in ("sm90", "any"):
+        exe = bin_dir / "tests" / "gpu" / name
+        assert not exe.is_symlink() and exe.read_text().startswith("#!/bin/sh\n"), name
 
     # The targets whose every action gets the request (cuda_test's wrapper: properties
     # without the `test.` prefix) own no action but the test's.

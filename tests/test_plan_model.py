@@ -237,6 +237,9 @@ def test_predicted_link_steps_are_the_steps_of_nvccs_dlink_dryrun(
         "link_host_compile",
     ]
     objects = {f"input:{i}" for i in range(_LINKED_OBJECTS)}
+    lto_archs = {
+        "sm_" + g.virtual[len("compute_") :] for g in plan_bzl.parse_arch_spec(spec) if g.lto
+    }
     for (kind, arch), step in predicted.items():
         reads, writes = nvcc[(planlib.LINK_KINDS[kind], arch)]
         if kind != planlib.NVLINK:
@@ -246,7 +249,10 @@ def test_predicted_link_steps_are_the_steps_of_nvccs_dlink_dryrun(
             assert (set(step.inputs), set(step.outputs)) == (reads, writes), (spec, step)
             continue
         argv = plan.find(planlib.NVLINK, arch).argv
-        lto = "-dlto" in step.nvcc_flags
+        # The step's flags are the whole link's (`-dlto` where any arch is LTO); its
+        # inputs hold LTO-IR where its own arch is.
+        assert step.nvcc_flags == fatbinary.nvcc_flags, (spec, step)
+        lto = arch in lto_archs
         assert reads == objects, (spec, step)
         assert set(step.inputs) == {
             f"{plan_bzl.LINK_INPUT}cubin:{arch}",
@@ -273,23 +279,29 @@ def test_predicted_link_steps_are_the_steps_of_nvccs_dlink_dryrun(
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize(
-    "spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "sm_80;lto_90"]
+    "spec", ["compute_80:sm_80,sm_86;compute_90:compute_90,sm_90", "sm_80;lto_90", "lto_90"]
 )
 def test_each_predicted_link_step_is_found_in_the_dlink_dryrun_of_its_own_flags(
     spec: str,
 ) -> None:
     """What the step runner does in every device link action: ask nvcc for the -dlink
     plan of the step's flags alone and take the one step of its kind (and arch: nvlink).
-    An nvlink step's flags name its own arch only, so nvcc plans no `-report-arch`."""
-    for step in plan_bzl.link_steps(spec):
+    Every step's flags name every linked arch, so its command is the one nvcc's -dlink of
+    the whole binary runs: with several archs, nvlink gets `-report-arch`; where one is
+    LTO, every nvlink gets `-dlto` (nvlink ignores it without LTO-IR inputs)."""
+    steps = plan_bzl.link_steps(spec)
+    whole = _dlink_dryrun(next(s for s in steps if s.kind == "link_fatbinary").nvcc_flags)
+    for step in steps:
         if step.kind == planlib.REGISTER:
             assert step.nvcc_flags == []
             continue
         kind = planlib.LINK_KINDS[step.kind]
         found = _dlink_dryrun(step.nvcc_flags).find(kind, step.arch)
+        assert found.argv == whole.find(kind, step.arch).argv, step
         if kind == planlib.NVLINK:
-            assert "-report-arch" not in found.argv
-            assert ("-dlto" in found.argv) == any("ltoir:" in r for r in step.inputs), step
+            several = len([s for s in whole.steps if s.kind == kind]) > 1
+            assert ("-report-arch" in found.argv) == several, found.argv
+            assert ("-dlto" in found.argv) == ("lto_" in spec), found.argv
 
 
 @pytest.mark.nvcc

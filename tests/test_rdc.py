@@ -1,5 +1,5 @@
 """Relocatable device code: per-arch relocatable cubins and LTO-IR equal nvcc's
-`-rdc=true --keep` files; the per-arch device link equals `nvcc -dlink`, with the device
+`-rdc=true --keep` files; the per-arch device link writes `nvcc -dlink`'s files, with the device
 runtime's module registered where a program launches kernels from the device; nvlink
 without libcudadevrt fails; and a binary that links rdc code without a device link fails
 naming what is missing."""
@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
+import plan_bzl
 from bazel_util import bazel
+from cuda_split import plan as planlib
 from fidelity.harness import HOST_COMPILER, REPO, nvcc_compile, split_compile
 
 SOURCES = ["tests/rdc/kernel.cu", "tests/rdc/helper.cu"]
@@ -106,75 +108,54 @@ def test_relocatable_cubins_equal_nvcc(compiled: dict) -> None:
             assert paths[role].read_bytes() == kept[role].read_bytes(), (stem, role)
 
 
-def test_per_arch_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, compiled: dict) -> None:
+def test_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, compiled: dict) -> None:
+    """plan.bzl's device link of both sources for sm_80 + sm_90, each step run as its
+    action runs it, writes nvcc -dlink's files byte for byte: each linked cubin (nvlink
+    reads only its arch's cubins; its flags name both archs, so nvcc's plan passes it
+    `-report-arch`, which nvlink records in the cubin's `.note.nv.tkinfo`), the
+    registration file, `dlink.fatbin.c` and `dlink.o`."""
     sdk = linkable_sdk
     tmp, split = compiled["tmp"], compiled["split"]
-
-    def per_source(flag: str, role: str) -> list[str]:
-        return [a for s in SOURCES for a in (flag, str(split[pathlib.Path(s).stem][role]))]
-
+    stems = [pathlib.Path(s).stem for s in SOURCES]
     out = tmp / "link"
     out.mkdir()
-    objects = [str(compiled["nvcc"][pathlib.Path(s).stem].obj) for s in SOURCES]
-    for virtual, real in [("compute_80", "sm_80"), ("compute_90", "sm_90")]:
-        # The split: nvlink reads only this arch's cubins.
-        _step(
-            sdk,
-            "--kind",
-            "nvlink",
-            "--arch",
-            real,
-            *per_source("--link-input", f"cubin:{real}"),
-            f"--file=linked:{real}={out / (real + '.cubin')}",
-            f"--nvcc-flag=-gencode=arch={virtual},code={real}",
-        )
-        # nvcc: the same arch, from the host objects (which carry every arch).
-        nvcc_dir = tmp / f"nvcc-{real}"
-        nvcc_dir.mkdir()
-        _nvcc(
-            sdk,
-            "--keep",
-            "--keep-dir",
-            str(nvcc_dir),
-            "-dlink",
-            *objects,
-            "-o",
-            str(nvcc_dir / "dlink.o"),
-            f"-gencode=arch={virtual},code={real}",
-        )
-        assert (out / (real + ".cubin")).read_bytes() == (nvcc_dir / "dlink.cubin").read_bytes()
-        if real == "sm_90":
-            # The registration file: one entry per module, from the .module_id files.
-            _step(
-                sdk,
-                "--kind",
-                "register",
-                *per_source("--module-id-file", "module_id"),
-                f"--file=reg.c={out / 'dlink.reg.c'}",
-            )
-            assert (out / "dlink.reg.c").read_text() == (nvcc_dir / "dlink.reg.c").read_text()
+    steps = plan_bzl.link_steps("sm_80,sm_90")
 
-    # nvcc -dlink for both archs at once passes nvlink -report-arch, which nvlink records
-    # in the cubin's .note.nv.tkinfo (its command line): the one difference from our
-    # per-arch nvlink. The code is the same.
-    both = tmp / "nvcc-both"
-    both.mkdir()
+    def paths(role: str) -> list[str]:
+        if not role.startswith(plan_bzl.LINK_INPUT):
+            return [str(out / planlib.file_name("dlink", role))]
+        role = role[len(plan_bzl.LINK_INPUT) :]
+        return [] if role == "obj" else [str(split[stem][role]) for stem in stems]
+
+    for step in steps:
+        lists = [
+            a for flag, roles in step.lists for r in roles for p in paths(r) for a in (flag, p)
+        ]
+        files = [f"--file={r}={paths(r)[0]}" for r in step.file_roles]
+        flags = [f"--nvcc-flag={f}" for f in step.nvcc_flags]
+        _step(sdk, "--kind", step.kind, "--arch", step.arch, *lists, *files, *flags)
+    nvcc_dir = tmp / "nvcc-dlink"
+    nvcc_dir.mkdir()
+    objects = [str(compiled["nvcc"][stem].obj) for stem in stems]
+    gencodes = _gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")])
     _nvcc(
         sdk,
         "--keep",
         "--keep-dir",
-        str(both),
+        str(nvcc_dir),
         "-dlink",
         *objects,
         "-o",
-        str(both / "dlink.o"),
-        *_gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")]),
+        str(nvcc_dir / "dlink.o"),
+        *gencodes,
     )
-    ours, theirs = out / "sm_90.cubin", both / "dlink.compute_90.cubin"
-    ours_sections, theirs_sections = _elf_sections(ours), _elf_sections(theirs)
-    assert b"-report-arch" in theirs_sections.pop(".note.nv.tkinfo")
-    assert b"-report-arch" not in ours_sections.pop(".note.nv.tkinfo")
-    assert ours_sections == theirs_sections
+    for real, virtual in [("sm_80", "compute_80"), ("sm_90", "compute_90")]:
+        ours = out / planlib.file_name("dlink", f"linked:{real}")
+        theirs = nvcc_dir / f"dlink.{virtual}.cubin"
+        assert b"-report-arch" in _elf_sections(ours)[".note.nv.tkinfo"]
+        assert ours.read_bytes() == theirs.read_bytes(), real
+    for name in ["dlink.reg.c", "dlink.fatbin.c", "dlink.o"]:
+        assert (out / name).read_bytes() == (nvcc_dir / name).read_bytes(), name
 
 
 def _elf_sections(path: pathlib.Path) -> dict[str, bytes]:

@@ -37,9 +37,10 @@ GOOD_SPECS = {
         ("compute_80", ["sm_80"], False, False),
         ("compute_90", [], False, True),
     ],
-    " sm_75 ; sm_100 ": [
+    " sm_75 ;\tsm_100 , sm_80 ": [
         ("compute_75", ["sm_75"], False, False),
         ("compute_100", ["sm_100"], False, False),
+        ("compute_80", ["sm_80"], False, False),
     ],
 }
 
@@ -66,6 +67,13 @@ BAD_SPECS = {
     ",sm_80": "empty arch in ',sm_80'",
     "compute_80:sm_80,": "empty arch in 'compute_80:sm_80,'",
     "compute_80:,sm_80": "empty arch in 'compute_80:,sm_80'",
+    # A space between archs is refused by name (nvcc's -arch refuses it too), quoting
+    # what the user wrote; whitespace beside a separator is not.
+    "sm_80 compute_90": (
+        "'sm_80 compute_90' in 'sm_80 compute_90': spaces are not separators: use ',' "
+        "(did you mean 'sm_80,compute_90'?)"
+    ),
+    "sm_75;compute_80:sm_80 sm_86": "'sm_80 sm_86' in 'sm_75;compute_80:sm_80 sm_86': spaces",
     # A `virtual:codes` group beside other groups without `;`: the message names the rule
     # and the spec the user meant.
     "sm_80,compute_90:compute_90,sm_90": (
@@ -133,6 +141,8 @@ def test_accepted_forms_say_what_separates_groups(tmp_path: pathlib.Path) -> Non
         ("sm_80,compute_90:compute_90,sm_90", "sm_80;compute_90:compute_90,sm_90"),
         ("compute_80:sm_80,compute_90:sm_90", "compute_80:sm_80;compute_90:sm_90"),
         ("sm_75,sm_80,compute_90:sm_90", "sm_75;sm_80;compute_90:sm_90"),
+        ("sm_80 compute_90", "sm_80,compute_90"),
+        (" sm_75; compute_80:sm_80 \tsm_86 ", "sm_75;compute_80:sm_80,sm_86"),
     ],
 )
 def test_the_suggested_spec_parses(tmp_path: pathlib.Path, spec: str, meant: str) -> None:

@@ -126,6 +126,68 @@ cc_binary(
 """,
 }
 
+# Sources that register themselves from a static initializer, as kernel, op and plugin
+# registries do: a cuda_library's object nothing references is left out of the link, as
+# a cc_library's is, unless `alwayslink = True`; a cuda_binary's own sources always link.
+# (`manual`: built by test_self_registering_sources_and_the_binary_file alone.)
+_PLUGIN = """#include "plugins/registry.h"
+
+__global__ void {name}_kernel(int* p) {{ *p = 1; }}
+
+static const bool registered = (register_plugin("{name}"), true);
+"""
+PLUGINS = {
+    "plugins/registry.h": "void register_plugin(const char* name);\n",
+    "plugins/dropped.cu": _PLUGIN.format(name="dropped"),
+    "plugins/kept.cu": _PLUGIN.format(name="kept"),
+    "plugins/own.cu": _PLUGIN.format(name="own"),
+    "plugins/main.cc": """#include <cstdio>
+#include <set>
+#include <string>
+
+#include "plugins/registry.h"
+
+static std::set<std::string>& plugins() {
+  static std::set<std::string> names;
+  return names;
+}
+
+void register_plugin(const char* name) { plugins().insert(name); }
+
+int main() {
+  for (const std::string& name : plugins()) std::printf("%s\\n", name.c_str());
+  return 0;
+}
+""",
+    "plugins/plugins.txt": "runfile\n",
+    "plugins/BUILD": """load("@rules_cuda_split//rules_cuda_split:cuda_binary.bzl", "cuda_binary")
+load("@rules_cuda_split//rules_cuda_split:cuda_library.bzl", "cuda_library")
+
+cuda_library(
+    name = "dropped",
+    srcs = ["dropped.cu"],
+    hdrs = ["registry.h"],
+    tags = ["manual"],
+)
+
+cuda_library(
+    name = "kept",
+    srcs = ["kept.cu"],
+    hdrs = ["registry.h"],
+    alwayslink = True,
+    tags = ["manual"],
+)
+
+cuda_binary(
+    name = "app",
+    srcs = ["main.cc", "own.cu"],
+    data = ["plugins.txt"],
+    deps = [":dropped", ":kept"],
+    tags = ["manual"],
+)
+""",
+}
+
 # A third-party repository with CUDA code: `#include "pkg/k.h"` from its root, and one
 # source compiled by two targets.
 EXTERNAL = {
@@ -249,6 +311,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     _write(ws, {"WORKSPACE": ws_text, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
     _write(ws, SOURCES)
     _write(ws, REFUSED)
+    _write(ws, PLUGINS)
     _write(tmp / "extrepo", EXTERNAL)
     _dialect_package(ws / "rcuda", "rules_cuda_split")
     _dialect_package(tmp / "rcext", "rules_cuda")
@@ -302,6 +365,8 @@ def test_readme_workspace_builds(
     for exe in ("misc/app", "saxpy_main", "tool"):
         proc = subprocess.run([str(bin_dir / exe)], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, (exe, proc.stdout, proc.stderr)
+    # A cuda_binary's output is a file, as a cc_binary's is (not a link into the output base).
+    assert (bin_dir / "tool").is_file() and not (bin_dir / "tool").is_symlink()
 
 
 def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pathlib.Path) -> None:
@@ -340,23 +405,51 @@ def test_readme_workspace_output_groups(workspace: pathlib.Path, output_base: pa
     assert cli.main(["audit", *fatbins, "--gpus", "sm_90", "--require", "sass"]) == 0
 
 
+_SETUP_BLOCK = re.compile(r"^# >>> written by scripts/setup.sh.*?^# <<<", re.M | re.S)
+_OFFLINE_BLOCK = re.compile(
+    r"the lines set-up\swrites into `\.bazelrc\.user`:\n\n```\n(.*?)```\n\n(.*?)\n\n", re.S
+)
+
+
 def test_readme_tells_how_to_work_offline() -> None:
-    """README names every repository the set-up overrides for a workspace without
-    internet."""
+    """README gives every line the set-up writes into `.bazelrc.user` (as a user writes
+    it, $RCS: the clone) and says why each is there."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    for name in re.findall(r"--override_repository=(\w+)=", offline_bazelrc()):
-        assert f"--override_repository={name}=" in text, name
-    assert "build --distdir=" in offline_bazelrc()
-    assert "build --distdir=$RCS/.cache/cuda-wheels" in text
-    # Every `build` line the set-up writes, as a user writes it ($RCS: the clone), but the
-    # tmpfs-only --sandbox_base, which README mentions apart.
-    wanted = [
+    (setup,) = _SETUP_BLOCK.findall((REPO / ".bazelrc.user").read_text())
+    written = [
         line.replace(str(REPO), "$RCS")
-        for line in offline_bazelrc().splitlines()
-        if line.startswith("build ") and "--sandbox_base" not in line
+        for line in setup.splitlines()
+        if line.strip() and not line.startswith("#")
     ]
-    assert "build --nosandbox_debug" in wanted
-    assert [line for line in wanted if f"\n{line}\n" not in text] == []
+    assert written, setup
+    m = _OFFLINE_BLOCK.search(text)
+    assert m, "README's offline .bazelrc block"
+    block, why = m[1].splitlines(), m[2]
+    builds = [line for line in written if line.startswith("build ")]
+    # --sandbox_base is written only where /dev/shm is tmpfs; README gives it always.
+    assert [line for line in block if line in builds or "--sandbox_base" in line] == block
+    assert [line for line in builds if line not in block] == []
+    assert "build --sandbox_base=/dev/shm" in block
+    # The other commands get the build lines that serve downloads, and README says so.
+    serving = sorted(
+        line.split(" ", 1)[1]
+        for line in builds
+        if "--override_repository" in line or "--distdir" in line
+    )
+    for cmd in ("fetch", "query", "sync"):
+        assert (
+            sorted(line.split(" ", 1)[1] for line in written if line.startswith(cmd + " "))
+            == serving
+        )
+    assert {line.split(" ", 1)[0] for line in written} == {"build", "fetch", "query", "sync"}
+    assert (
+        "the same `--override_repository` and `--distdir` lines for `fetch`, `query` and `sync`"
+        in why
+    )
+    # Why each line: the overrides in the paragraph before the block, the others after it.
+    assert "offline, the overrides below serve local copies" in text
+    for flag in {line.split()[1].split("=")[0] for line in block} - {"--override_repository"}:
+        assert f"`{flag}`" in why, flag
 
 
 def _bin_dir(workspace: pathlib.Path, output_base: pathlib.Path) -> pathlib.Path:
@@ -404,6 +497,29 @@ def test_rules_cuda_build_file_builds_and_runs(
     for exe in ("main_from_objects", "main_from_library", "rdc_test"):
         rep = audit.scan_file(str(bin_dir / "rcuda" / exe))
         assert "sm_90" in {e.name for fb in rep.fatbins for e in fb.entries}, (exe, rep)
+    # cuda_binary's and cuda_test's outputs are files, as cc_binary's and cc_test's are.
+    for exe in ("tool", "rdc_test"):
+        assert not (bin_dir / "rcuda" / exe).is_symlink(), exe
+
+
+def test_self_registering_sources_and_the_binary_file(
+    workspace: pathlib.Path, output_base: pathlib.Path
+) -> None:
+    """PLUGINS: the static initializer of a cuda_library source that nothing references
+    runs only with `alwayslink = True` (its object is left out of the link otherwise, as
+    a cc_library's is); a cuda_binary's own sources always run. The binary is a file,
+    runs from `bazel-bin`, and has its runfiles."""
+    bazel("build", "//plugins:app", cwd=workspace, output_base=output_base)
+    app = _bin_dir(workspace, output_base) / "plugins" / "app"
+    assert app.is_file() and not app.is_symlink()
+    proc = subprocess.run([str(app)], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["kept", "own"]
+    symbols = _symbols(app)
+    assert {"_Z11kept_kernelPi", "_Z10own_kernelPi"} <= symbols, symbols
+    assert "_Z14dropped_kernelPi" not in symbols
+    (runfile,) = app.parent.glob("app.runfiles/*/plugins/plugins.txt")
+    assert runfile.read_text() == "runfile\n"
+    assert (runfile.parent / "app").is_file()
 
 
 def _nvcc_flags(argv: list[str]) -> list[str]:

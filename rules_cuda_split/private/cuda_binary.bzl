@@ -103,6 +103,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
             gpu_properties,
             exec_group = "",
         )
+        wrapper_kwargs["gpu_request"] = True
     if gpu.startswith("sm_"):
         cuda_gpu_check(
             name = name + "_gpu_check",
@@ -136,7 +137,8 @@ def cuda_binary(name, deps = [], host_srcs_as_cuda = False, **kwargs):
 
     Makes `cuda_library(name + "_cuda")` of the CUDA sources, its device link
     `cuda_device_link(name + "_dlink")`, `cc_binary(name + "_bin")` of the host sources
-    linking both, and `name`, which runs that binary and has the output groups
+    linking both, and `name`: a copy of that binary (a file, as a `cc_binary`'s output
+    is, not a symlink) with its runfiles, with the output groups
     `cuda_ptx`, `cuda_cubin`, `cuda_fatbin` (`x.fatbin` files) and `cuda_arch_list` of
     every CUDA library it links (and the device-linked cubins).
 

@@ -554,7 +554,12 @@ cuda_library = rule(
         ),
         "alwayslink": attr.bool(
             default = False,
-            doc = "Link every object of this library into binaries, used or not.",
+            doc = "Link every object of this library into binaries, used or not. Without " +
+                  "it, as for a `cc_library`, a binary leaves out an object it does not " +
+                  "reference, silently: a source that registers kernels, ops or plugins " +
+                  "from a static initializer, and that nothing calls, never runs its " +
+                  "registration. Set it on such libraries (a `cuda_binary`'s own `srcs` " +
+                  "always link).",
         ),
     }, **LIBRARY_PRIVATE_ATTRS),
     fragments = ["cpp"],

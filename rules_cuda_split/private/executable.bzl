@@ -1,10 +1,10 @@
 """The rules behind the `cuda_binary`/`cuda_test` macros: the `cc_binary`/`cc_test` the
 macro made, under the macro's name, with the CUDA output groups of everything it links.
 
-A native `cc_binary` cannot give output groups of its own; these rules run its
-executable (a symlink) with its runfiles, and add `cuda_ptx`, `cuda_cubin`, `cuda_fatbin`
-(the `x.fatbin` fatbinaries) and `cuda_arch_list` from the CUDA libraries along `deps` and
-the device link.
+A native `cc_binary` cannot give output groups of its own; these rules give its
+executable (a copy: a file, as the `cc_binary`'s) with its runfiles, and add `cuda_ptx`,
+`cuda_cubin`, `cuda_fatbin` (the `x.fatbin` fatbinaries) and `cuda_arch_list` from the CUDA
+libraries along `deps` and the device link.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
@@ -47,28 +47,34 @@ def _executable_impl(ctx):
     exe = ctx.actions.declare_file(ctx.label.name)
     check = ctx.attr.gpu_check[GpuCheckInfo] if ctx.attr.gpu_check else None
     extra = []
-    if check:
-        # The binary's build-time verdict, read before the binary runs: a GPU that
-        # cannot run it fails the test at once. (A file write, no action of its own:
-        # the test action is the only one of this target to run on the GPU worker.)
-        script = [
-            "#!/bin/sh",
-            "if [ \"$(cat %s)\" != 0 ]; then cat %s >&2; exit 1; fi" % (
+    extra_depsets = []
+    if check or ctx.attr.gpu_request:
+        # A script that Bazel writes itself (no action of its own: with the GPU request's
+        # properties, the test action is the only one of this target, and the only one to
+        # run on the GPU worker). With an arch, it reads the binary's build-time verdict
+        # first: a GPU that cannot run it fails the test at once.
+        script = ["#!/bin/sh"]
+        if check:
+            script.append("if [ \"$(cat %s)\" != 0 ]; then cat %s >&2; exit 1; fi" % (
                 _sh_quote(check.status.short_path),
                 _sh_quote(check.message.short_path),
-            ),
-            "exec %s \"$@\"" % _sh_quote(binary.files_to_run.executable.short_path),
-        ]
+            ))
+            extra = [check.status, check.message]
+            extra_depsets = [check.checked]
+        script.append("exec %s \"$@\"" % _sh_quote(binary.files_to_run.executable.short_path))
         ctx.actions.write(exe, "\n".join(script) + "\n", is_executable = True)
-        extra = [check.status, check.message, binary.files_to_run.executable]
-        extra_depsets = [check.checked]
+        extra.append(binary.files_to_run.executable)
     else:
-        ctx.actions.symlink(
-            output = exe,
-            target_file = binary.files_to_run.executable,
-            is_executable = True,
+        # A copy, not a symlink (which Bazel makes absolute, into the output base):
+        # `bazel-bin/<name>` is a file, as a cc_binary's is.
+        ctx.actions.run_shell(
+            inputs = [binary.files_to_run.executable],
+            outputs = [exe],
+            command = 'cp -f "$1" "$2"',
+            arguments = [binary.files_to_run.executable.path, exe.path],
+            mnemonic = "CopyFile",
+            progress_message = "Copying the binary of %s" % ctx.label,
         )
-        extra_depsets = []
     runfiles = ctx.runfiles(
         files = [exe] + extra,
         transitive_files = depset(transitive = extra_depsets),
@@ -101,6 +107,11 @@ _ATTRS = {
         doc = "`cuda_test` with an arch in `gpu`: the `cuda_gpu_check` of the binary and " +
               "its libraries; the test reads the binary's verdict before running it, and " +
               "the libraries' checks are in its runfiles (so built with it).",
+    ),
+    "gpu_request": attr.bool(
+        doc = "`cuda_test` with `gpu`: the target carries the request's execution " +
+              "properties, so its executable is a script that runs the binary (written " +
+              "by Bazel, no action), not a copy (an action that would ask for the GPU).",
     ),
     "env": attr.string_dict(
         doc = "Environment of the test (`cuda_test` only; `bazel run` of a " +

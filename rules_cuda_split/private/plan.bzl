@@ -94,6 +94,29 @@ def _split_groups_hint(part):
             groups[-1] = groups[-1] + "," + item
     return ";".join(groups)
 
+_WHITESPACE = " \t\n\r"
+
+def _words(text):
+    """The whitespace-separated words of `text` (Bazel 4.2.3's split needs a separator)."""
+    for c in _WHITESPACE.elems():
+        text = text.replace(c, " ")
+    return [w for w in text.split(" ") if w]
+
+def _spaces_as_commas(spec):
+    """`spec` with a ',' for each run of whitespace between two archs, and no other
+    whitespace: `sm_80 compute_90; sm_75` -> `sm_80,compute_90;sm_75`."""
+    out = ""
+    gap = False
+    for c in spec.elems():
+        if c in _WHITESPACE:
+            gap = True
+            continue
+        if gap and out and out[-1] not in ",;:" and c not in ",;:":
+            out += ","
+        gap = False
+        out += c
+    return out
+
 _DIGITS = "0123456789"
 
 def _arch_number(token, prefix):
@@ -162,7 +185,8 @@ def parse_arch_spec(spec):
     `;` separates groups. `sm_80,sm_90` is two groups (a comma list of shorthands);
     `compute_80:sm_80,sm_86` is one virtual arch with two real ones (after `:` the commas
     list codes of that virtual arch, so such a group stands alone between `;`s);
-    `compute_90:compute_90,sm_90` also embeds the PTX.
+    `compute_90:compute_90,sm_90` also embeds the PTX. Whitespace around an arch is
+    ignored; between two archs it is refused (as nvcc's `-arch` refuses it).
 
     Args:
       spec: string, e.g. "compute_80:sm_80,sm_86;sm_90".
@@ -172,7 +196,20 @@ def parse_arch_spec(spec):
       an error message naming the bad token and the accepted forms.
     """
     groups = []
-    parts = spec.replace(" ", "").split(";")
+    for part in spec.split(";"):
+        for item in part.replace(":", ",").split(","):
+            words = _words(item)
+            if len(words) > 1:
+                # nvcc's -arch refuses a space too; joining the words would name a token
+                # the user never wrote.
+                return None, ("'%s' in '%s': spaces are not separators: use ',' " +
+                              "(did you mean '%s'?); accepted forms: %s") % (
+                    item.strip(),
+                    spec,
+                    _spaces_as_commas(spec),
+                    ACCEPTED_FORMS,
+                )
+    parts = "".join(_words(spec)).split(";")
     if not "".join(parts):
         return None, "empty arch spec '%s'; accepted forms: %s" % (spec, ACCEPTED_FORMS)
     for part in parts:
@@ -577,17 +614,13 @@ def link_archs(groups):
     return links
 
 def link_flags(links):
-    """The arch flags of the device link's fatbinary and link.stub steps (every linked
-    arch, and `-dlto` where one is LTO)."""
+    """The arch flags of every step of the device link (every linked arch, and `-dlto`
+    where one is LTO), as nvcc -dlink has them: with several archs nvcc passes each nvlink
+    `-report-arch`, which nvlink records in the linked cubin's `.note.nv.tkinfo`."""
     flags = ["-gencode=arch=%s,code=%s" % (v, r) for r, v, _ in links]
     if [lto for _, _, lto in links if lto]:
         flags.append("-dlto")
     return flags
-
-def nvlink_flags(real, virtual, lto):
-    """The arch flags of one nvlink step: only its own arch, so the action is the same
-    whatever else the binary targets."""
-    return ["-gencode=arch=%s,code=%s" % (virtual, real)] + (["-dlto"] if lto else [])
 
 # LINK_INPUT (vocabulary.bzl) prefixes a device link step's roles that name files of the
 # linked sources (their source_steps roles), not of the link: `input:cubin:sm_90` is every
@@ -614,7 +647,8 @@ def link_steps(groups):
        of the linked sources (its relocatable cubins, their LTO-IR for an `lto_` arch,
        and the host objects of compile_mode=mono, which carry every arch) and writing the
        linked cubin and the modules it took from libraries (`prelinked`: libcudadevrt's,
-       where device code launches kernels); its dryrun sees its own arch only.
+       where device code launches kernels); its dryrun is nvcc -dlink's for every
+       linked arch (link_flags), of which the step runs its own arch's nvlink.
     2. register: the registration file nvcc's nvlink writes (`--register-link-binaries`),
        from the sources' module ids and every nvlink's `prelinked`, in arch order: nvlink
        names cubin inputs after their paths, not their module ids.
@@ -635,6 +669,7 @@ def link_steps(groups):
     links = link_archs(groups)
     if not links:
         return []
+    flags = link_flags(links)
     steps = []
     for real, virtual, lto in links:
         code = [LINK_INPUT + "cubin:" + real, LINK_INPUT + "obj"]
@@ -645,7 +680,7 @@ def link_steps(groups):
             real,
             code,
             ["linked:" + real, "prelinked:" + real],
-            nvlink_flags(real, virtual, lto),
+            flags,
             [("--link-input", code)],
         ))
     module_ids = [LINK_INPUT + "module_id"]
@@ -658,7 +693,6 @@ def link_steps(groups):
         [],
         [("--module-id-file", module_ids), ("--prelinked-file", prelinked)],
     ))
-    flags = link_flags(links)
     linked = ["linked:" + real for real, _, _ in links]
     steps.append(_link_step(LINK_FATBINARY, "", linked, ["fatbin.c"], flags))
     steps.append(_link_step(LINK_HOST_COMPILE, "", ["fatbin.c", "reg.c"], ["obj"], flags))

@@ -187,7 +187,10 @@ cuda_library = rule(
     attrs = dict(dict(_COMPILE_ATTRS, **{
         "alwayslink": attr.bool(
             default = False,
-            doc = "Link every object of the library into binaries, used or not.",
+            doc = "Link every object of the library into binaries, used or not. Without " +
+                  "it a binary leaves out, silently, an object it does not reference: a " +
+                  "source that registers kernels, ops or plugins from a static initializer " +
+                  "needs it.",
         ),
         "rdc": attr.bool(
             default = False,

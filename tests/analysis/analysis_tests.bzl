@@ -170,6 +170,13 @@ bad_flag_archs_test = analysistest.make(
     config_settings = {_ARCHS: "sm_90,sm_4x"},
 )
 
+spaced_flag_archs_test = analysistest.make(
+    _expect_failure_impl,
+    expect_failure = True,
+    attrs = {"message": attr.string()},
+    config_settings = {_ARCHS: "sm_80 compute_90"},
+)
+
 def _nvlink_per_arch_impl(ctx):
     env = analysistest.begin(ctx)
     counts = _actions_by_mnemonic(env)
@@ -183,9 +190,9 @@ def _nvlink_per_arch_impl(ctx):
         arch = _flag_after(action.argv, "--arch")
         asserts.equals(
             env,
-            [arch],
+            ["sm_80", "sm_86", "sm_90"],
             [t for t in _arch_tokens(" ".join(action.argv)) if t.startswith("sm_")],
-            "nvlink for " + arch + " names only its arch",
+            "nvlink for " + arch + " names every linked arch, as nvcc -dlink's plan does",
         )
         cubins = [f.basename for f in action.inputs.to_list() if f.basename.endswith(".cubin")]
         asserts.equals(

@@ -100,8 +100,8 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
             cc_toolchain.compiler_executable,
             lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in step.lists],
             files = [(r, declared[r]) for r in link_file_roles(step)],
-            # An nvlink step's flags name its own arch only: its key is the same whatever
-            # else the binary targets.
+            # Every step's flags name every linked arch, as nvcc -dlink's do (plan.bzl's
+            # link_flags): an nvlink's cubin is nvcc's.
             nvcc_flags = step.nvcc_flags +
                          (["-Xcompiler=" + f for f in host_flags] if action.host_compiler else []),
         ))
