@@ -38,7 +38,7 @@ printf '%s\n' "${sources[@]}" | xargs -P "${JOBS:-$(nproc)}" -I{} bash -c '
     "$PY" -m cuda_split.driver --no-cache --trace "$OUT/split.trace.jsonl" "$NVCC_BIN" "${@:2}" \
         -c "$1" -o "$obj" --fdevice-time-trace=-' _ {} "${flags[@]}"
 echo "ggml_profile: compiled in $(($(date +%s) - start)) s" >&2
-profile=("$py" -m cuda_split.cli profile "$out/obj" --top "${TOP:-15}")
+profile=("$py" -m cuda_split.commands profile "$out/obj" --top "${TOP:-15}")
 "${profile[@]}" --timeline "$out/split.trace.jsonl" --merged "$out/ggml.trace.json" \
     --chart "$out/ggml.png" --json >"$out/profile.json"
 COLUMNS=120 "${profile[@]}" | tee "$out/profile.txt"

@@ -1,4 +1,4 @@
-"""tools/cuda_split/archlist.py and the device preprocess's arch-list report: which
+"""tools/cuda_split/core/archlist.py and the device preprocess's arch-list report: which
 device-preprocessed sources depend on `__CUDA_ARCH_LIST__`, and the device preprocess's
 `.cpp1.ii` against nvcc's own (`--keep`)."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cuda_split import archlist
+from cuda_split.core import archlist
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))

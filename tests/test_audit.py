@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cuda_split import audit
+from cuda_split.commands import audit
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SRC = REPO / "tests" / "audit"
@@ -250,7 +250,7 @@ def test_exit_status_follows_require(built, capsys):
 def test_cli_entry_point_dispatches(built):
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     r = subprocess.run(
-        ["python3", "-m", "cuda_split.cli", "audit", str(built["sm80"]), "--gpus", "sm_86"],
+        ["python3", "-m", "cuda_split.commands", "audit", str(built["sm80"]), "--gpus", "sm_86"],
         capture_output=True,
         text=True,
         env=env,

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from bazel_util import bazel
-from cuda_split import execlog
+from cuda_split.commands import execlog
 
 pytestmark = pytest.mark.bazel
 

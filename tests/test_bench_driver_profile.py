@@ -28,7 +28,7 @@ def test_measured_functions_are_counted_and_restored() -> None:
     totals: dict[str, list[float]] = {}
     with driver_profile.measured(totals):
         assert all(_resolve(m, p) is not before[p] for m, p in driver_profile.MEASURED)
-        chains = _resolve("cuda_split.slots", "chains")({1: "cicc"}, {}, {"cicc": 2.0})
+        chains = _resolve("cuda_split.driver.slots", "chains")({1: "cicc"}, {}, {"cicc": 2.0})
     assert chains == {1: 2.0}  # the wrapped function's result
     assert totals["chains"][0] == 1 and totals["chains"][1] >= 0
     assert totals["Cache.store"] == [0, 0.0]

@@ -37,7 +37,7 @@ import pytest
 
 import plan_bzl
 import sdk_versions
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
 
@@ -178,7 +178,7 @@ def cwd_quote(cwd: pathlib.Path) -> bytes:
     return f'"{cwd}/'.encode()
 
 
-# The $PWD the step gives cicc (steps_exec.PORTABLE_PWD).
+# The $PWD the step gives cicc (runner/execute.py PORTABLE_PWD).
 PORTABLE_PWD = b"/proc/self/cwd"
 
 

@@ -36,7 +36,7 @@ def _step(sdk: pathlib.Path, *args: str) -> None:
         [
             sys.executable,
             "-m",
-            "cuda_split.step",
+            "cuda_split.runner.main",
             "--nvcc",
             str(sdk / "bin" / "nvcc"),
             "--host-compiler",
@@ -316,7 +316,7 @@ def test_nvlink_without_device_runtime_fails_naming_it(
         [
             sys.executable,
             "-m",
-            "cuda_split.step",
+            "cuda_split.runner.main",
             "--nvcc",
             str(sdk / "bin" / "nvcc"),
             "--host-compiler",

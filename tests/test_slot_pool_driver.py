@@ -13,7 +13,8 @@ import time
 import types
 
 from conftest import REPO
-from cuda_split import driver, slots
+from cuda_split import driver
+from cuda_split.driver import slots
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from bench import replay as pool_replay  # noqa: E402

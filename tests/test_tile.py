@@ -26,7 +26,7 @@ import pytest
 import plan_bzl
 import sdk_versions
 from conftest import refuse_in_quick_tier
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
 
@@ -195,7 +195,7 @@ def test_nvcc_split_embeds_nvccs_fatbins(sdk: pathlib.Path, tmp_path: pathlib.Pa
     """The driver (nvcc-split) runs the tile plan as a DAG, cicc's bitcode before
     tileiras: its object embeds nvcc's `.nv_fatbin` (tile and SIMT images) byte for byte
     (the objects differ in nvcc's tmpxft file names, as two nvcc runs do)."""
-    from cuda_split.command import StepCommand
+    from cuda_split.core.command import StepCommand
 
     flag = TILE_FLAGS["enable"]  # (--tile-only's bitcode is cicc's -o: an output anyway)
 

@@ -28,7 +28,8 @@ import subprocess
 import pytest
 
 from bazel_util import REPO, bazel, checkout_copy
-from cuda_split import audit, cli
+from cuda_split import commands as cli
+from cuda_split.commands import audit
 
 pytestmark = pytest.mark.bazel
 

@@ -1,6 +1,6 @@
 """Compile one source twice, with the split steps and with plain nvcc, and compare.
 
-The split side runs `python -m cuda_split.step` once per step the rules declare
+The split side runs `python -m cuda_split.runner.main` once per step the rules declare
 (`plan_bzl.source_steps`: plan.bzl run by the Starlark interpreter), in dependency order
 on a small thread pool, every
 file in one directory. The nvcc side runs
@@ -69,11 +69,11 @@ def step_argv(
     orig_src_path_name: str = "",
     keep_cwd_in_debug_paths: bool = False,
 ) -> list[str]:
-    """The `python -m cuda_split.step` command of one split step."""
+    """The `python -m cuda_split.runner.main` command of one split step."""
     argv = [
         sys.executable,
         "-m",
-        "cuda_split.step",
+        "cuda_split.runner.main",
         "--kind",
         step.kind,
         "--nvcc",
@@ -177,7 +177,7 @@ class NvccResult:
 
 
 # The split's step runner gives gcc -fno-canonical-system-headers (system headers keep the
-# names they were included by, not their real paths: see tools/cuda_split/step.py); the
+# names they were included by, not their real paths: see tools/cuda_split/runner/main.py); the
 # reference nvcc gets the same, or its .ii files and -lineinfo PTX name some CCCL headers
 # by the SDK's real path where that is shorter.
 REFERENCE_FLAGS = ["-Xcompiler=-fno-canonical-system-headers"]
