@@ -110,7 +110,7 @@ def test_the_summary_holds_the_medians_and_renders_as_every_measurement() -> Non
 def test_a_run_writes_the_summary_beside_its_raw_file_which_merge_reads(tmp_path) -> None:
     out = tmp_path / "results"
     full = _full()
-    assert results.save(out, "a", full) == ""
+    assert report.save(out, "a", full) == ""
     assert results.is_summary(json.loads((out / "a.json").read_text()))
     assert json.loads((out / "raw" / "a" / "a.json").read_text()) == full
     assert (out / "a.md").read_text() == report.render_markdown(full)
