@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Profiles the compile time of ggml's CUDA backend (tests/corpus.py's pinned sources and
+# Profiles the compile time of ggml's CUDA backend (tests/support/corpus.py's pinned sources and
 # the flags its CMake build uses) with nvcc-split and `cuda-split profile`
 # (docs/profile.md): every .cu for each arch of ARCHS, `--fdevice-time-trace=-`, JOBS
 # sources at once (nvcc-split's slot pool shares the cores among them), no cache.
@@ -13,7 +13,7 @@
 # default: the set-up's .venv, else python3; nvcc-split and cuda-split run from tools/ with
 # the standard library), JOBS (default: the cores), SOURCES (an extended regex: only the
 # sources it matches), TOP (rows per table, default 15); CUDA_SPLIT_CORPUS_CACHE: where
-# tests/corpus.py finds (or downloads) the pinned sdist.
+# tests/support/corpus.py finds (or downloads) the pinned sdist.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(realpath -m "${1:?usage: ggml_profile.sh OUT [ARCHS]}")"
@@ -22,7 +22,7 @@ py="${PYTHON:-$repo/.venv/bin/python}"
 [[ -x "$py" ]] || py=python3
 export PYTHONPATH="$repo/tools${PYTHONPATH:+:$PYTHONPATH}"
 nvcc="${NVCC:-$repo/.sdk/$("$py" "$repo/scripts/cuda_version_table.py" --sdk-root)/bin/nvcc}"
-corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); import corpus; $1"); }
+corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); from support import corpus; $1"); }
 ggml="$(corpus 'print(corpus.ggml_dir())')"
 mapfile -t flags < <(corpus 'print("\n".join(corpus.ggml_cuda_flags()))')
 for a in ${archs//,/ }; do flags+=("-gencode=arch=compute_$a,code=sm_$a"); done

@@ -329,7 +329,7 @@ def test_gpu_check_script_parses():
 
 @pytest.mark.bazel
 def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
-    from bazel_util import bazel
+    from support.bazel_util import bazel
 
     base = tmp_path_factory.mktemp("ob-audit")
     targets = ["//tests/audit:fat_runs_sass_on_ampere", "//tests/audit:fat_jits_on_hopper"]

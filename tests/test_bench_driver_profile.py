@@ -5,15 +5,9 @@ are wrapped while it measures (their thread CPU and calls counted) and are put b
 from __future__ import annotations
 
 import importlib
-import sys
 
 import pytest
-
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from bench import driver_profile  # noqa: E402
+from bench import driver_profile
 
 
 def _resolve(module: str, path: str) -> object:

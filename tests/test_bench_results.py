@@ -5,16 +5,12 @@ readers of every measurement (--merge, occupancy, project) finding it there."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
+import run
+from bench import merge, occupancy, project, report, results
 
 from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import run  # noqa: E402
-from bench import merge, occupancy, project, report, results  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 

@@ -35,15 +35,12 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 
-from bazel_util import REPO, bazel
-
-sys.path.insert(0, str(REPO / "tests" / "buck2"))
-import recorder  # noqa: E402
-from recorder import Target  # noqa: E402
+from buck2 import recorder
+from buck2.recorder import Target
+from support.bazel_util import REPO, bazel
 
 BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
 HOST_COMPILER = "/usr/bin/gcc"

@@ -16,9 +16,9 @@ import re
 
 import pytest
 
-import plan_bzl
 from conftest import sdk_root
 from cuda_split.core import plan as planlib
+from support import plan_bzl
 
 
 def _starlark_tables() -> dict:

@@ -10,11 +10,9 @@ import shutil
 import subprocess
 import sys
 
-from bazel_util import REPO
-from starlark_util import eval_json
-
-sys.path.insert(0, str(REPO / "tools"))
-from cuda_split.core import plan as planlib  # noqa: E402
+from cuda_split.core import plan as planlib
+from support.bazel_util import REPO
+from support.starlark_util import eval_json
 
 SCRIPT = REPO / "scripts" / "plan_vocabulary.py"
 

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from bazel_util import bazel
 from fidelity.harness import HOST_COMPILER, REPO, nvcc_compile, split_compile
+from support.bazel_util import bazel
 
 SOURCES = ["tests/rdc/kernel.cu", "tests/rdc/helper.cu"]
 TOOLS = REPO / "tools"

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from starlark_util import REPO, run_starlark
+from support.starlark_util import REPO, run_starlark
 
 README = REPO / "README.md"
 TWO_COMMANDS = ["bash scripts/examples.sh", "bash scripts/test.sh"]

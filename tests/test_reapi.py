@@ -35,10 +35,10 @@ from typing import Any
 
 import pytest
 
-from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
 from cuda_split.commands.execlog import read_log
 from reapi.backend import Backend, backend_for_tests, free_port
+from support.bazel_util import REPO, bazel, build_outputs, checkout_copy
 
 pytestmark = pytest.mark.bazel
 

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from buck2 import recorder
-from starlark_util import REPO
+from support.starlark_util import REPO
 
 VENV = REPO / ".venv"
 SETUP = (REPO / "scripts" / "setup.sh").read_text()

@@ -11,13 +11,11 @@ import subprocess
 import sys
 
 import pytest
+import time_trace_table
 
-import sdk_versions
-from bazel_util import REPO, bazel, build_outputs
 from cuda_split.core import time_trace
-
-sys.path.insert(0, str(REPO / "scripts"))
-import time_trace_table  # noqa: E402
+from support import sdk_versions
+from support.bazel_util import REPO, bazel, build_outputs
 
 TARGET = "//tests/determinism:t"
 TARGET_DIR = "tests/determinism/_cuda/t"

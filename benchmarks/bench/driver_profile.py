@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from . import REPO  # puts tools/ on sys.path
 
-if str(REPO / "tests") not in sys.path:  # tests/corpus.py: ggml's flags
+if str(REPO / "tests") not in sys.path:  # tests/support/corpus.py: ggml's flags
     sys.path.insert(0, str(REPO / "tests"))
 
 ARCHS = ("75", "80", "86", "89", "90")
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad := [r for r in runs if r not in RUNS]:
         ap.error(f"--runs: unknown {', '.join(bad)} (accepted: {', '.join(RUNS)})")
 
-    import corpus  # tests/corpus.py
+    from support import corpus  # tests/support/corpus.py
 
     ggml = pathlib.Path(args.corpus_dir).resolve()
     if os.sep in args.nvcc:  # a path, not a name on PATH: it must outlive the chdir

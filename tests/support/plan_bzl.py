@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 
 from cuda_split.core import plan as planlib
-from starlark_util import run_starlark
+from support.starlark_util import run_starlark
 
 PLAN_BZL = "//rules_cuda_split/private:plan.bzl"
 
