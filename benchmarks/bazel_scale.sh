@@ -65,14 +65,14 @@ echo "archs5 end $(date -u +%T)"
 python3 - "$nvcc" "$corpus" "$out/startup.json" <<'EOF'
 import json, pathlib, subprocess, sys, time
 sys.path.insert(0, "tests")
-import corpus as c
+from support import corpus as c
 
 nvcc, ggml, dest = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
 flags = c.ggml_cuda_flags()
 tools = str(pathlib.Path("tools").resolve())
 cmds = {
     "runner interpreter and imports": [
-        "python3", "-B", "-S", "-E", "-c", f"import sys; sys.path.insert(0, {tools!r}); import cuda_split.step"],
+        "python3", "-B", "-S", "-E", "-c", f"import sys; sys.path.insert(0, {tools!r}); import cuda_split.runner.main"],
     "nvcc --dryrun": [nvcc, "--dryrun", "-c", "src/ggml-cuda/norm.cu", "-o", "/tmp/x.o", "-arch=sm_90", *flags],
 }
 res = {}

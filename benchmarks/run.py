@@ -14,7 +14,7 @@
     python3 benchmarks/run.py NAME --help            # a scenario's options
 
 `compare` (the default: no name runs it with the options given) compiles ggml's CUDA
-backend from the pinned llama-cpp-python sdist (tests/corpus.py), with the flags ggml's
+backend from the pinned llama-cpp-python sdist (tests/support/corpus.py), with the flags ggml's
 CMake uses, plus the repository's examples (`-I.`). Every configuration compiles the same
 files with the same flags; only the compiler changes:
 

@@ -68,6 +68,24 @@ class Rule(NamedTuple):
 _SDK = "external/cuda_*/"
 _RUNNER = "tools/cuda_split/"
 _STEPS = "Cuda*"
+# The step runner's files before issue 51 item 2 (flat in tools/cuda_split/) and after (the
+# packages core/ and runner/).
+_RUNNER_FLAT = "|".join(
+    _RUNNER + name
+    for name in (
+        "launch.py",
+        "step.py",
+        "steps_*.py",
+        "plan.py",
+        "command.py",
+        "archlist.py",
+        "vocabulary.py",
+        "time_trace.py",
+        "time_trace_flags.json",
+    )
+)
+# Sources only: a cached .pyc among the inputs would be a mistake of the glob.
+_RUNNER_PACKAGES = f"{_RUNNER}core/*.py|{_RUNNER}core/*.json|{_RUNNER}runner/*.py"
 _LINK_STEPS = "CudaNvlink|CudaRegister|CudaLinkFatbinary|CudaLinkStub"
 _HOST_STEPS = "CudaPreprocess|CudaHostCompile|CudaCompileMono|CudaLinkStub"
 
@@ -121,6 +139,13 @@ RULES: tuple[Rule, ...] = (
     ),
     # Issue 51 item 3: the plan's vocabulary generated into a runner module of its own.
     Rule("issue 51 item 3: runner file vocabulary.py", "input+", _RUNNER + "vocabulary.py", _STEPS),
+    # Issue 51 item 2: the step runner's files in the packages cuda_split.core and
+    # cuda_split.runner (tools/BUILD.bazel's glob), the same files under new paths and the
+    # packages' __init__.py; launch.py, named in argv, among them.
+    Rule("issue 51 item 2: runner package paths", "input-", _RUNNER_FLAT, _STEPS),
+    Rule("issue 51 item 2: runner package paths", "input+", _RUNNER_PACKAGES, _STEPS),
+    Rule("issue 51 item 2: runner package paths", "argv-", _RUNNER + "launch.py", _STEPS),
+    Rule("issue 51 item 2: runner package paths", "argv+", _RUNNER + "runner/launch.py", _STEPS),
 )
 
 

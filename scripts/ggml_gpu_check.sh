@@ -12,7 +12,7 @@
 #
 # --build builds @ggml//:test-backend-ops with `-c opt` for sm_90 and for sm_80,sm_90
 # (--//cuda:archs; add flags with BAZEL_FLAGS) and puts into DIR (default .cache/ggml-gpu)
-# the binaries (test-backend-ops.bazel-split-<archs>), the pinned sdist (tests/corpus.py's,
+# the binaries (test-backend-ops.bazel-split-<archs>), the pinned sdist (tests/support/corpus.py's,
 # for the CMake builds), tools/cuda_split (nvcc-split) and this script.
 # The GPU machine needs CUDA 13.0 at /usr/local/cuda (nvcc for CMake; libcublas.so.13 for
 # every build), python3 >= 3.11 (nvcc-split), cmake >= 3.18 and make. The run mode runs each
@@ -30,7 +30,7 @@ if [[ "${1:-}" == "--build" ]]; then
     cd "$repo"
     read -r -a flags <<<"${BAZEL_FLAGS:-}"
     # The sdist, downloaded once by pip; Bazel takes it from this --distdir (no network).
-    sdist="$(.venv/bin/python -c 'import sys; sys.path.insert(0, "tests"); import corpus
+    sdist="$(.venv/bin/python -c 'import sys; sys.path.insert(0, "tests"); from support import corpus
 print(corpus.sdist())')"
     flags+=(-c opt "--distdir=$(dirname "$sdist")")
     mkdir -p "$out"

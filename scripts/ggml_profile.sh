@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Profiles the compile time of ggml's CUDA backend (tests/corpus.py's pinned sources and
+# Profiles the compile time of ggml's CUDA backend (tests/support/corpus.py's pinned sources and
 # the flags its CMake build uses) with nvcc-split and `cuda-split profile`
 # (docs/profile.md): every .cu for each arch of ARCHS, `--fdevice-time-trace=-`, JOBS
 # sources at once (nvcc-split's slot pool shares the cores among them), no cache.
@@ -14,7 +14,7 @@
 # the standard library), JOBS (default: the cores), SOURCES (an extended regex: only the
 # sources it matches), SAMPLE and SEED (SAMPLE sources drawn at random with SEED, default
 # 1), TOP (rows per table, default 15); CUDA_SPLIT_CORPUS_CACHE: where
-# tests/corpus.py finds (or downloads) the pinned sdist.
+# tests/support/corpus.py finds (or downloads) the pinned sdist.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(realpath -m "${1:?usage: ggml_profile.sh OUT [ARCHS]}")"
@@ -23,7 +23,7 @@ py="${PYTHON:-$repo/.venv/bin/python}"
 [[ -x "$py" ]] || py=python3
 export PYTHONPATH="$repo/tools${PYTHONPATH:+:$PYTHONPATH}"
 nvcc="${NVCC:-$repo/.sdk/$("$py" "$repo/scripts/cuda_version_table.py" --sdk-root)/bin/nvcc}"
-corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); import corpus; $1"); }
+corpus() { (cd "$repo" && "$py" -c "import sys; sys.path.insert(0, 'tests'); from support import corpus; $1"); }
 ggml="$(corpus 'print(corpus.ggml_dir())')"
 mapfile -t flags < <(corpus 'print("\n".join(corpus.ggml_cuda_flags()))')
 for a in ${archs//,/ }; do flags+=("-gencode=arch=compute_$a,code=sm_$a"); done
@@ -41,7 +41,7 @@ printf '%s\n' "${sources[@]}" | xargs -P "${JOBS:-$(nproc)}" -I{} bash -c '
     "$PY" -m cuda_split.driver --no-cache --trace "$OUT/split.trace.jsonl" "$NVCC_BIN" "${@:2}" \
         -c "$1" -o "$obj" --fdevice-time-trace=-' _ {} "${flags[@]}"
 echo "ggml_profile: compiled in $(($(date +%s) - start)) s" >&2
-profile=("$py" -m cuda_split.cli profile "$out/obj" --top "${TOP:-15}")
+profile=("$py" -m cuda_split.commands profile "$out/obj" --top "${TOP:-15}")
 "${profile[@]}" --timeline "$out/split.trace.jsonl" --merged "$out/ggml.trace.json" \
     --chart "$out/ggml.png" --json >"$out/profile.json"
 COLUMNS=120 "${profile[@]}" | tee "$out/profile.txt"

@@ -44,9 +44,9 @@ read -r -a cases <<<"${GGML_REUSE_CASES:-i iii ii}"
 py=.venv/bin/python
 mkdir -p "$work"
 
-# The sources: the pinned sdist's ggml/ (tests/corpus.py downloads it once).
+# The sources: the pinned sdist's ggml/ (tests/support/corpus.py downloads it once).
 src="$work/src"
-sdist="$($py -c 'import sys; sys.path.insert(0, "tests"); import corpus
+sdist="$($py -c 'import sys; sys.path.insert(0, "tests"); from support import corpus
 print(corpus.sdist())')"
 rm -rf "$src" && mkdir -p "$src"
 tar -xzf "$sdist" -C "$src" --strip-components=3 llama_cpp_python-0.3.36/vendor/llama.cpp/ggml

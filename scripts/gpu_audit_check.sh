@@ -7,7 +7,7 @@
 # --build compiles tests/audit/jit_probe.cu three times with the checkout's SDK (.sdk/,
 # cudart linked statically, libstdc++/libgcc too; no runfiles, nothing absolute): PTX of
 # compute_80 only, SASS for sm_80 only, SASS for sm_90 only; and copies this script and
-# tools/cuda_split/audit.py next to them (DIR defaults to .cache/gpu_audit, plain files).
+# tools/cuda_split/commands/audit.py next to them (DIR defaults to .cache/gpu_audit, plain files).
 # On the GPU machine the run mode asks the audit what each binary does on the local GPU
 # (nvidia-smi's compute capability, else sm_90), runs each binary REPEATS times (default 3)
 # with CUDA_CACHE_DISABLE=1 (every run pays the JIT again) and prints one table row per run:
@@ -31,7 +31,7 @@ if [[ "${1:-}" == "--build" ]]; then
   build ptx_compute_80 arch=compute_80,code=compute_80
   build sass_sm_80 arch=compute_80,code=sm_80
   build sass_sm_90 arch=compute_90,code=sm_90
-  cp "$repo/tools/cuda_split/audit.py" "$repo/scripts/gpu_audit_check.sh" "$out/"
+  cp "$repo/tools/cuda_split/commands/audit.py" "$repo/scripts/gpu_audit_check.sh" "$out/"
   echo "built into $out:"
   ls -l "$out"
   echo "on the GPU machine: bash $out/gpu_audit_check.sh $out"

@@ -87,7 +87,7 @@ pack() {
         tar -cJf "$OUT/part-$n/ggml.tar.xz" -C "$tmp" .
         rm -rf "$tmp"
     else
-        log "no $sdist (python3 tests/corpus.py downloads it): @ggml is not packed"
+        log "no $sdist (python3 tests/support/corpus.py downloads it): @ggml is not packed"
     fi
     for part in $(seq 1 "$n"); do
         names+=("$(du -sh "$OUT/part-$part" | cut -f1) .cache/gpu-bazel/part-$part")

@@ -118,7 +118,7 @@ import collections
 import re
 import sys
 
-from cuda_split.execlog import read_log
+from cuda_split.commands.execlog import read_log
 
 spawns = read_log(sys.argv[1])
 ran_by = {}

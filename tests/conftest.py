@@ -10,11 +10,10 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 
+import cuda_version_table
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
-import cuda_version_table  # noqa: E402
 
 SETUP_HINT = "run `bash scripts/setup.sh` first"
 

@@ -150,6 +150,40 @@ def test_the_intended_changes_are_explained_and_counted() -> None:
     }
 
 
+def test_the_runner_packages_paths_are_explained() -> None:
+    """Issue 51 item 2: the runner's files moved into cuda_split/core and cuda_split/runner;
+    any other file among the inputs still counts."""
+    flat = ["launch.py", "step.py", "steps_exec.py", "plan.py", "time_trace_flags.json"]
+    packaged = ["runner/launch.py", "runner/main.py", "runner/execute.py", "runner/__init__.py"]
+    packaged += ["core/plan.py", "core/time_trace_flags.json"]
+    before = _action(
+        "CudaCicc",
+        [*_RUN, "tools/cuda_split/launch.py", "--kind", "cicc"],
+        ["x/a.ii", *(f"tools/cuda_split/{f}" for f in flat)],
+        ["x/a.ptx"],
+    )
+    after = _action(
+        "CudaCicc",
+        [*_RUN, "tools/cuda_split/runner/launch.py", "--kind", "cicc"],
+        [
+            "x/a.ii",
+            *(f"tools/cuda_split/{f}" for f in packaged),
+            "tools/cuda_split/cache.py",
+            "tools/cuda_split/core/__pycache__/plan.cpython-311.pyc",
+        ],
+        ["x/a.ptx"],
+    )
+    differences = aquery_digest.compare(aquery_digest.parse(before), aquery_digest.parse(after))
+    explained, unexplained = aquery_digest.classify(differences)
+    assert {category: len(found) for category, found in explained.items()} == {
+        "issue 51 item 2: runner package paths": 2 + len(flat) + len(packaged),
+    }
+    assert [(d.kind, d.item) for d in unexplained] == [
+        ("input+", "tools/cuda_split/cache.py"),
+        ("input+", "tools/cuda_split/core/__pycache__/plan.cpython-311.pyc"),
+    ]
+
+
 def test_a_change_no_rule_names_is_unexplained() -> None:
     # -fPIC is intended on the host compiler's steps only; an SDK input dropped from cicc
     # and an action that went away are not intended at all.

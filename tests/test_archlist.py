@@ -1,4 +1,4 @@
-"""tools/cuda_split/archlist.py and the device preprocess's arch-list report: which
+"""tools/cuda_split/core/archlist.py and the device preprocess's arch-list report: which
 device-preprocessed sources depend on `__CUDA_ARCH_LIST__`, and the device preprocess's
 `.cpp1.ii` against nvcc's own (`--keep`)."""
 
@@ -7,16 +7,13 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from cuda_split import archlist
+from cuda_split.core import archlist
+from fidelity import harness
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-
-from fidelity import harness  # noqa: E402
 
 
 def test_line_marker_files() -> None:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cuda_split import audit
+from cuda_split.commands import audit
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SRC = REPO / "tests" / "audit"
@@ -250,7 +250,7 @@ def test_exit_status_follows_require(built, capsys):
 def test_cli_entry_point_dispatches(built):
     env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
     r = subprocess.run(
-        ["python3", "-m", "cuda_split.cli", "audit", str(built["sm80"]), "--gpus", "sm_86"],
+        ["python3", "-m", "cuda_split.commands", "audit", str(built["sm80"]), "--gpus", "sm_86"],
         capture_output=True,
         text=True,
         env=env,
@@ -329,7 +329,7 @@ def test_gpu_check_script_parses():
 
 @pytest.mark.bazel
 def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
-    from bazel_util import bazel
+    from support.bazel_util import bazel
 
     base = tmp_path_factory.mktemp("ob-audit")
     targets = ["//tests/audit:fat_runs_sass_on_ampere", "//tests/audit:fat_jits_on_hopper"]

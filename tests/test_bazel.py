@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from bazel_util import REPO, bazel, build_outputs, checkout_copy, use_local_sdk
 from conftest import checkout_sdk
+from support.bazel_util import REPO, bazel, build_outputs, checkout_copy, use_local_sdk
 
 pytestmark = pytest.mark.bazel
 

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from bazel_util import bazel
-from cuda_split import execlog
+from cuda_split.commands import execlog
+from support.bazel_util import bazel
 
 pytestmark = pytest.mark.bazel
 

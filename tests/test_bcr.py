@@ -24,7 +24,7 @@ import tarfile
 import pytest
 import release
 
-from starlark_util import REPO, run_starlark
+from support.starlark_util import REPO, run_starlark
 
 BCR = REPO / ".bcr"
 BAZELS = ["7.x", "8.x", "9.x"]

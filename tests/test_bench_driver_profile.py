@@ -5,15 +5,9 @@ are wrapped while it measures (their thread CPU and calls counted) and are put b
 from __future__ import annotations
 
 import importlib
-import sys
 
 import pytest
-
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from bench import driver_profile  # noqa: E402
+from bench import driver_profile
 
 
 def _resolve(module: str, path: str) -> object:
@@ -28,7 +22,7 @@ def test_measured_functions_are_counted_and_restored() -> None:
     totals: dict[str, list[float]] = {}
     with driver_profile.measured(totals):
         assert all(_resolve(m, p) is not before[p] for m, p in driver_profile.MEASURED)
-        chains = _resolve("cuda_split.slots", "chains")({1: "cicc"}, {}, {"cicc": 2.0})
+        chains = _resolve("cuda_split.driver.slots", "chains")({1: "cicc"}, {}, {"cicc": 2.0})
     assert chains == {1: 2.0}  # the wrapped function's result
     assert totals["chains"][0] == 1 and totals["chains"][1] >= 0
     assert totals["Cache.store"] == [0, 0.0]

@@ -5,20 +5,14 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 import time
 
 import pytest
-
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import run  # noqa: E402
-from bench import analysis, occupancy, replay, report  # noqa: E402
-from bench.corpus import sample_sources  # noqa: E402
-from bench.measure import Occupancy  # noqa: E402
-from bench.replay import longest_path  # noqa: E402
+import run
+from bench import analysis, occupancy, replay, report
+from bench.corpus import sample_sources
+from bench.measure import Occupancy
+from bench.replay import longest_path
 
 SOURCES = [f"src/f{i:02d}.cu" for i in range(40)]
 

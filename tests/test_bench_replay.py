@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 
 import pytest
+import run
+from bench import replay
 
 from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import run  # noqa: E402
-from bench import replay  # noqa: E402
 
 
 def _write(path, files: dict[int, list[tuple[str, str, float]]], with_deps: bool = True):

@@ -5,16 +5,12 @@ readers of every measurement (--merge, occupancy, project) finding it there."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
+import run
+from bench import merge, occupancy, project, report, results
 
 from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import run  # noqa: E402
-from bench import merge, occupancy, project, report, results  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -110,7 +106,7 @@ def test_the_summary_holds_the_medians_and_renders_as_every_measurement() -> Non
 def test_a_run_writes_the_summary_beside_its_raw_file_which_merge_reads(tmp_path) -> None:
     out = tmp_path / "results"
     full = _full()
-    assert results.save(out, "a", full) == ""
+    assert report.save(out, "a", full) == ""
     assert results.is_summary(json.loads((out / "a.json").read_text()))
     assert json.loads((out / "raw" / "a" / "a.json").read_text()) == full
     assert (out / "a.md").read_text() == report.render_markdown(full)

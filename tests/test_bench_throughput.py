@@ -7,12 +7,7 @@ import pathlib
 import sys
 
 import pytest
-
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import throughput  # noqa: E402
+import throughput
 
 BASE = ["--nvcc", "nvcc", "--corpus-dir", "ggml"]
 

@@ -35,15 +35,12 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 
-from bazel_util import REPO, bazel
-
-sys.path.insert(0, str(REPO / "tests" / "buck2"))
-import recorder  # noqa: E402
-from recorder import Target  # noqa: E402
+from buck2 import recorder
+from buck2.recorder import Target
+from support.bazel_util import REPO, bazel
 
 BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
 HOST_COMPILER = "/usr/bin/gcc"
@@ -193,7 +190,7 @@ def _bazel_label_to_buck2(label: str) -> str | None:
 
 def _mnemonics() -> dict[str, str]:
     """Buck2 category -> Bazel mnemonic, for plan.bzl's ACTIONS (the rules' own map)."""
-    from cuda_split import plan as planlib
+    from cuda_split.core import plan as planlib
 
     return {re.sub(r"(?<!^)([A-Z])", r"_\1", m).lower(): m for m in planlib.MNEMONICS}
 
@@ -308,7 +305,7 @@ def test_the_toolchains_interpreter_runs_every_step() -> None:
     assert argvs
     for argv in argvs:
         assert argv[:4] == [python, "-B", "-S", "-E"], argv
-        assert argv[4].endswith("cuda_split/launch.py"), argv
+        assert argv[4].endswith("cuda_split/runner/launch.py"), argv
 
 
 @pytest.fixture(scope="module", params=[*ARCH_SPECS, TRACED_SPEC])

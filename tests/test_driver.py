@@ -21,7 +21,7 @@ import pytest
 
 from cuda_split import cache as cachelib
 from cuda_split import driver
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver import line_info
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

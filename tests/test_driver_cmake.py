@@ -10,7 +10,7 @@ detection runs through it). Every compile must be split, every object and depend
 file nvcc's.
 
 The real project is ggml's CUDA backend from the pinned llama-cpp-python sdist
-(tests/corpus.py).
+(tests/support/corpus.py).
 
 A small CMake project adds ggml as a subdirectory (ggml's own toolchain detection, flags
 and definitions) and builds a shared library of a few ggml-cuda sources with exactly the
@@ -43,8 +43,8 @@ import sys
 
 import pytest
 
-import corpus
 from cuda_split import driver
+from support import corpus
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Light ggml-cuda sources (tests/fidelity/ggml.py LIGHT): about 20 s each on 2 cores.

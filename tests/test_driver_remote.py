@@ -4,7 +4,7 @@ The backend is tests/reapi/'s (BuildGrid on PostgreSQL, one worker that cannot s
 host's CUDA installs, the project's SDK nor the test's files): root and the
 environment of `scripts/setup.sh`, as tests/test_reapi.py.
 
-- the messages of cuda_split.reapi against BuildGrid's generated modules, field by field;
+- the messages of cuda_split.remote.reapi against BuildGrid's generated modules, field by field;
 - build directories A and B, each with its own empty local cache: A uploads, B takes
   cudafe++, cicc, ptxas and fatbinary from the remote; a build for one arch of the two
   takes that arch's cicc and ptxas; objects byte-identical to nvcc --keep's;
@@ -108,14 +108,14 @@ def nvcc_keep(sdk: pathlib.Path, work: pathlib.Path, args: list[str]) -> pathlib
 
 
 def test_messages_match_buildgrids_generated_modules() -> None:
-    """Every field of cuda_split.reapi's messages has the number, type and label of the
+    """Every field of cuda_split.remote.reapi's messages has the number, type and label of the
     same field in BuildGrid's modules generated from the REAPI protos."""
     python = DEFAULT_VENV / "bin" / "python"
     if not python.is_file():
         pytest.fail(f"no BuildGrid environment at {DEFAULT_VENV}: run `bash scripts/setup.sh`")
     check = """
 import importlib
-from cuda_split import reapi_schema
+from cuda_split.remote import schema as reapi_schema
 modules = [
     "buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2",
     "buildgrid._protos.google.longrunning.operations_pb2",
@@ -453,9 +453,9 @@ def test_a_ptxas_that_writes_a_temporary_file_runs_on_the_worker(
 
 
 def test_client_blobs_batch_and_bytestream(backend: Backend) -> None:
-    """cuda_split.reapi against the server: blobs above the batch limit go through
+    """cuda_split.remote.reapi against the server: blobs above the batch limit go through
     ByteStream Write/Read, the others in batches; what is read back is checked."""
-    from cuda_split import reapi
+    from cuda_split.remote import reapi
 
     client = reapi.Client(backend.endpoint, INSTANCE)
     try:

@@ -27,7 +27,7 @@ def test_a_cache_that_cannot_be_written_is_one_warning(tmp_path, monkeypatch) ->
     def full(path: str, data: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", path)
 
-    monkeypatch.setattr(cachelib, "_atomic_write", full)
+    monkeypatch.setattr(cachelib, "atomic_write", full)
     said: list[str] = []
     cache = cachelib.Cache(str(tmp_path / "c"), warn=said.append)
     assert cache.store("ab" * 32, {"obj": b"x"}, {}) == 0
@@ -57,7 +57,7 @@ def _driver_code(nvcc: str, out: str, cache: str) -> str:
         "from cuda_split import cache, driver\n"
         "def full(path, data):\n"
         "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
-        "cache._atomic_write = full\n"
+        "cache.atomic_write = full\n"
         f"sys.exit(driver.main(['--nvcc', {nvcc!r}, "
         f"'--cache-dir', {cache!r}, '--', *{ARGS!r}, '-o', {out!r}]))\n"
     )

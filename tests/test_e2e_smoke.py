@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from bazel_util import REPO, bazel
+from support.bazel_util import REPO, bazel
 
 pytestmark = pytest.mark.bazel
 

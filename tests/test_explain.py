@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from cuda_split import cli, execlog, explain
+from cuda_split import commands as cli
+from cuda_split.commands import execlog, explain
 
 BIN = "bazel-out/k8-fastbuild/bin/pkg/_cuda/lib/x"
 

@@ -24,7 +24,7 @@ both objects. The differences that cannot be removed are asserted exactly:
 
 The matrix runs for the default CUDA version and, as a seeded sample, for the version
 table's newest (CUDA_SPLIT_FIDELITY_VERSIONS=all: every case for every version;
-tests/sdk_versions.py). docs/fidelity.md explains the matrix and the measured results.
+tests/support/sdk_versions.py). docs/fidelity.md explains the matrix and the measured results.
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ import re
 
 import pytest
 
-import plan_bzl
-import sdk_versions
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
+from support import plan_bzl, sdk_versions
 
 # Examples include their headers by workspace path ("examples/common/cuda_check.h").
 INCLUDES = ("-I.",)
@@ -178,7 +177,7 @@ def cwd_quote(cwd: pathlib.Path) -> bytes:
     return f'"{cwd}/'.encode()
 
 
-# The $PWD the step gives cicc (steps_exec.PORTABLE_PWD).
+# The $PWD the step gives cicc (runner/execute.py PORTABLE_PWD).
 PORTABLE_PWD = b"/proc/self/cwd"
 
 

@@ -1,9 +1,9 @@
 """ggml under Bazel (examples/ggml): the CI's part of it.
 
 `@ggml` is fetched as a user would fetch it, by `ggml_repository` from the pinned sdist,
-offline through a `--distdir` holding the file (`.cache/corpus`, where tests/corpus.py
+offline through a `--distdir` holding the file (`.cache/corpus`, where tests/support/corpus.py
 downloads it once with pip). Every ggml target is analysed, the CUDA sources of its
-`cuda_library` are checked against the list ggml's CMake compiles (tests/corpus.py), and
+`cuda_library` are checked against the list ggml's CMake compiles (tests/support/corpus.py), and
 four light ones are compiled for sm_90 (tests/ggml:light). The whole build and the GPU run
 of test-backend-ops are scripts/ggml_gpu_check.sh's, on a machine with a GPU.
 """
@@ -17,9 +17,9 @@ import subprocess
 
 import pytest
 
-import corpus
-from bazel_util import REPO, bazel
-from starlark_util import run_starlark
+from support import corpus
+from support.bazel_util import REPO, bazel
+from support.starlark_util import run_starlark
 
 EXAMPLE = REPO / "examples" / "ggml"
 BUILDIFIER = REPO / ".cache" / "node" / "node_modules" / ".bin" / "buildifier"
@@ -28,7 +28,7 @@ LIGHT = "//tests/ggml:light"
 
 
 def test_repository_pins_the_corpus_sdist() -> None:
-    """ggml_repository.bzl and tests/corpus.py name the same file by the same digest."""
+    """ggml_repository.bzl and tests/support/corpus.py name the same file by the same digest."""
     text = (EXAMPLE / "ggml_repository.bzl").read_text()
     assert f'GGML_SDIST_SHA256 = "{corpus.SDIST_SHA256}"' in text
     assert f'{corpus.SDIST}"' in text

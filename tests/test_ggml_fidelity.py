@@ -11,9 +11,8 @@ import pathlib
 
 import pytest
 
-import corpus
-import sdk_versions
 from fidelity import ggml as ggml_check
+from support import corpus, sdk_versions
 
 
 @pytest.fixture(scope="session")

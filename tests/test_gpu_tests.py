@@ -16,9 +16,9 @@ import pathlib
 
 import pytest
 
-from bazel_util import bazel
-from cuda_split.execlog import read_log
-from starlark_util import eval_json, run_starlark
+from cuda_split.commands.execlog import read_log
+from support.bazel_util import bazel
+from support.starlark_util import eval_json, run_starlark
 
 GOOD = ["//tests/gpu:sm90", "//tests/gpu:any", "//tests/gpu:cc"]
 # What each test action asks for.

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver import host_remote
 from cuda_split.driver.common import Node
 

@@ -1,4 +1,4 @@
-"""nvcc-split as a client of GNU make's jobserver (tools/cuda_split/jobserver.py and the
+"""nvcc-split as a client of GNU make's jobserver (tools/cuda_split/driver/jobserver.py and the
 executor, driver.run_dag): a real fifo or pipe with N tokens bounds the steps run at once
 to N + 1 and gets every token back, whatever the steps do; a jobserver MAKEFLAGS names
 but the process cannot use falls back to -j; and a compile under a real `make -jN`."""
@@ -19,7 +19,7 @@ import types
 import pytest
 
 from cuda_split import driver
-from cuda_split import jobserver as jobserverlib
+from cuda_split.driver import jobserver as jobserverlib
 from test_driver import CASES, HOST, _nvcc, run_nvcc
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""nvcc-split's --load-average (tools/cuda_split/sysload.py and driver.run_dag): beyond
+"""nvcc-split's --load-average (tools/cuda_split/driver/sysload.py and driver.run_dag): beyond
 its first step a compilation starts more only while the machine has room, looks again
 while steps are held back, and the option's default and errors."""
 
@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from cuda_split import driver, sysload
+from cuda_split import driver
+from cuda_split.driver import sysload
 from test_jobserver import Recorder, fake_nodes
 
 

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from starlark_util import eval_json
+from support.starlark_util import eval_json
 
 PRELUDE = 'load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags", "REFUSED_FLAGS")\n'
 

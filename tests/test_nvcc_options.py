@@ -18,20 +18,16 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
-import sys
 import tempfile
 
+import nvcc_option_table as table_script
 import pytest
 
+from buck2 import recorder
 from conftest import REPO
 from cuda_split import nvcc_options
 from cuda_split.driver import invocation
-from starlark_util import STARLARK
-
-sys.path.insert(0, str(REPO / "scripts"))
-sys.path.insert(0, str(REPO / "tests" / "buck2"))
-import nvcc_option_table as table_script  # noqa: E402
-import recorder  # noqa: E402
+from support.starlark_util import STARLARK
 
 REGENERATE = "python3 scripts/nvcc_option_table.py --nvcc {version}={nvcc}"
 FLAGS_BZL = "//rules_cuda_split/private:flags.bzl"
@@ -341,7 +337,7 @@ def test_bazel_builds_every_spelling_and_refuses_naming_the_flag() -> None:
     specify '-o' with '-c'` when one reached a step), and `--version`, `-h`,
     `--list-gpu-arch` and a dangling `-Xcompiler` are refused at analysis, naming the
     flag and why (tests/options/BUILD.bazel)."""
-    from bazel_util import bazel
+    from support.bazel_util import bazel
 
     bazel("build", "//tests/options:spellings")
     actions = json.loads(
@@ -370,7 +366,7 @@ def test_host_options_of_copts_reach_only_the_host_compilers_actions() -> None:
     the actions that run the host compiler and not in cicc's and ptxas's, whose commands
     nvcc plans the same without them (tests/test_plan_model.py): their keys do not change
     with host options. -Xptxas stays."""
-    from bazel_util import bazel
+    from support.bazel_util import bazel
 
     query = 'mnemonic("{}", //tests/options:spellings)'
     for mnemonics, host in (

@@ -12,8 +12,8 @@ import stat
 
 import pytest
 
-from cuda_split import plan as planlib
-from cuda_split.steps_exec import execute, filter_tool_output
+from cuda_split.core import plan as planlib
+from cuda_split.runner.execute import execute, filter_tool_output
 
 # As nvlink 13.5.37 writes it to stderr for a relocatable cubin input (captured from
 # `nvlink -m64 --arch=sm_90 --register-link-binaries=x.reg.c -L<sdk>/lib -lcudadevrt

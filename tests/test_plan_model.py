@@ -1,7 +1,7 @@
 """One model of nvcc's plan per language, and they agree.
 
 Starlark's is `rules_cuda_split/private/plan.bzl` (the steps the rules declare before
-anything runs); Python's is `tools/cuda_split/plan.py` (the steps read from nvcc's own
+anything runs); Python's is `tools/cuda_split/core/plan.py` (the steps read from nvcc's own
 `--dryrun`, which both front ends run). Here: the step kinds, the device link's kinds,
 the file names of roles and the action mnemonics are the same in both; and for arch specs
 of every form, the steps plan.bzl predicts are the steps of nvcc's dryrun for the same
@@ -16,9 +16,9 @@ import re
 
 import pytest
 
-import plan_bzl
 from conftest import sdk_root
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
+from support import plan_bzl
 
 
 def _starlark_tables() -> dict:

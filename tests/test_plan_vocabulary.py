@@ -1,5 +1,5 @@
 """The plan's vocabulary has one definition, tools/plan_vocabulary.json, generated into
-rules_cuda_split/private/vocabulary.bzl and tools/cuda_split/vocabulary.py
+rules_cuda_split/private/vocabulary.bzl and tools/cuda_split/core/vocabulary.py
 (scripts/plan_vocabulary.py); both languages read the same names and values."""
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ import shutil
 import subprocess
 import sys
 
-from bazel_util import REPO
-from starlark_util import eval_json
-
-sys.path.insert(0, str(REPO / "tools"))
-from cuda_split import plan as planlib  # noqa: E402
+from cuda_split.core import plan as planlib
+from support.bazel_util import REPO
+from support.starlark_util import eval_json
 
 SCRIPT = REPO / "scripts" / "plan_vocabulary.py"
 
@@ -39,7 +37,7 @@ def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) 
         "scripts/plan_vocabulary.py",
         "tools/plan_vocabulary.json",
         "rules_cuda_split/private/vocabulary.bzl",
-        "tools/cuda_split/vocabulary.py",
+        "tools/cuda_split/core/vocabulary.py",
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, tmp_path / rel)
@@ -49,7 +47,7 @@ def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) 
     data.write_text(data.read_text().replace('"CudaCicc"', '"CudaCiccRenamed"'))
     proc = _check(tmp_path)
     assert proc.returncode == 1
-    for rel in ["rules_cuda_split/private/vocabulary.bzl", "tools/cuda_split/vocabulary.py"]:
+    for rel in ["rules_cuda_split/private/vocabulary.bzl", "tools/cuda_split/core/vocabulary.py"]:
         assert (
             f"{rel} is stale (tools/plan_vocabulary.json changed, or it was edited by hand): "
             "regenerate it with `python3 scripts/plan_vocabulary.py`"

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from cuda_split import profile, profile_chart, profile_timeline
+from cuda_split.commands import profile, profile_chart, profile_timeline
 
 
 def _x(name: str, ts: int, dur: int, detail: str = "", key: str = "detail") -> dict:

@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-import plan_bzl
-from bazel_util import bazel
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from fidelity.harness import HOST_COMPILER, REPO, nvcc_compile, split_compile
+from support import plan_bzl
+from support.bazel_util import bazel
 
 SOURCES = ["tests/rdc/kernel.cu", "tests/rdc/helper.cu"]
 TOOLS = REPO / "tools"
@@ -38,7 +38,7 @@ def _step(sdk: pathlib.Path, *args: str) -> None:
         [
             sys.executable,
             "-m",
-            "cuda_split.step",
+            "cuda_split.runner.main",
             "--nvcc",
             str(sdk / "bin" / "nvcc"),
             "--host-compiler",
@@ -297,7 +297,7 @@ def test_nvlink_without_device_runtime_fails_naming_it(
         [
             sys.executable,
             "-m",
-            "cuda_split.step",
+            "cuda_split.runner.main",
             "--nvcc",
             str(sdk / "bin" / "nvcc"),
             "--host-compiler",

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from starlark_util import REPO, run_starlark
+from support.starlark_util import REPO, run_starlark
 
 README = REPO / "README.md"
 TWO_COMMANDS = ["bash scripts/examples.sh", "bash scripts/test.sh"]
@@ -400,8 +400,8 @@ def test_no_command_on_this_repository_uses_the_ignored_flag_form() -> None:
 
 def tool_command_problems(text: str) -> list[str]:
     """`cuda-split X --opt` and `nvcc-split --opt` in code spans: X a subcommand of
-    cuda_split.cli, each option one its module's parser defines."""
-    from cuda_split import cli  # the package, as the console scripts run it
+    cuda_split.commands, each option one its module's parser defines."""
+    from cuda_split import commands as cli  # the package, as the console scripts run it
 
     tools = REPO / "tools"
     problems = []

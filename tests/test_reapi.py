@@ -35,10 +35,10 @@ from typing import Any
 
 import pytest
 
-from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
-from cuda_split.execlog import read_log
+from cuda_split.commands.execlog import read_log
 from reapi.backend import Backend, backend_for_tests, free_port
+from support.bazel_util import REPO, bazel, build_outputs, checkout_copy
 
 pytestmark = pytest.mark.bazel
 
@@ -141,7 +141,7 @@ def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[
         [
             sys.executable,
             "-m",
-            "cuda_split.explain",
+            "cuda_split.commands.explain",
             "explain",
             str(old.log),
             str(new.log),
@@ -319,7 +319,7 @@ def test_per_arch_actions_shared_across_builds(
 
 def _arch_list_report(build: Build) -> str:
     return subprocess.run(
-        [sys.executable, "-m", "cuda_split.explain", "arch-list", str(build.bin_dir)],
+        [sys.executable, "-m", "cuda_split.commands.explain", "arch-list", str(build.bin_dir)],
         capture_output=True,
         text=True,
         check=True,

@@ -31,9 +31,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bazel_util import REPO, bazel, build_outputs, checkout_copy
 from conftest import checkout_sdk
 from reapi.backend import GpuWorker, find_cuda_installs, free_port
+from support.bazel_util import REPO, bazel, build_outputs, checkout_copy
 
 SCRIPT = REPO / "scripts" / "reapi_backend.sh"
 TARGET = "//examples/saxpy:saxpy"

@@ -12,7 +12,7 @@ import textwrap
 
 import reference_doc
 
-from starlark_util import REPO, STARLARK
+from support.starlark_util import REPO, STARLARK
 
 SCRIPT = REPO / "scripts" / "reference_doc.py"
 

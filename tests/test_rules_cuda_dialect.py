@@ -8,7 +8,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from starlark_util import REPO, eval_json
+from support.starlark_util import REPO, eval_json
 
 PRELUDE = (
     'load("//rules_cuda_split/private:rules_cuda_attrs.bzl", "LIBRARY_ATTRS", '

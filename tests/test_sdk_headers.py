@@ -36,16 +36,13 @@ import os
 import pathlib
 import platform
 import subprocess
-import sys
 import urllib.error
 import zipfile
 
+import cuda_version_table as cvt
 import pytest
 
 from conftest import REPO, refuse_in_quick_tier
-
-sys.path.insert(0, str(REPO / "scripts"))
-import cuda_version_table as cvt  # noqa: E402
 
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_HEADER_CACHE", REPO / ".cache" / "cuda-headers"))
 PLATFORM = cvt.PLATFORMS.get(platform.machine(), "linux-x86_64")

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from bazel_util import REPO
 from conftest import sdk_root
+from support.bazel_util import REPO
 
 pytestmark = pytest.mark.bazel
 

@@ -1,12 +1,12 @@
-"""Which CUDA versions the fidelity tests run, and which cases (tests/sdk_versions.py):
+"""Which CUDA versions the fidelity tests run, and which cases (tests/support/sdk_versions.py):
 no SDK is unpacked here."""
 
 from __future__ import annotations
 
 import pytest
 
-import sdk_versions
-from sdk_versions import cvt
+from support import sdk_versions
+from support.sdk_versions import cvt
 
 CASES = [(f"case{i}", i) for i in range(20)]
 

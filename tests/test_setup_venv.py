@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from starlark_util import REPO
+from buck2 import recorder
+from support.starlark_util import REPO
 
 VENV = REPO / ".venv"
 SETUP = (REPO / "scripts" / "setup.sh").read_text()
@@ -97,42 +98,69 @@ def test_the_suite_runs_from_the_venv_so_subprocesses_find_cuda_split() -> None:
     assert pathlib.Path(proc.stdout.strip()).parent.parent == REPO / "tools"
 
 
-def _step_runner_files(build_file: str = "BUILD.bazel") -> list[str]:
-    """The srcs of //tools:step_runner, as tools/BUILD.bazel (or tools/BUCK) lists them."""
+def _step_runner_patterns(build_file: str = "BUILD.bazel") -> list[str]:
+    """The glob patterns of //tools:step_runner, as tools/BUILD.bazel (or tools/BUCK) has them."""
     text = (REPO / "tools" / build_file).read_text()
     block = text[text.index('name = "step_runner"') :]
-    block = block[block.index("srcs = [") : block.index("]")]
-    return re.findall(r'"(cuda_split/[\w/]+\.py)"', block)
+    block = block[block.index("glob(") : block.index("exclude")]
+    return re.findall(r'"(cuda_split/[^"]+)"', block)
+
+
+def _step_runner_files() -> list[str]:
+    """The files //tools:step_runner's glob takes (paths under tools/): the recorder's,
+    which tests/buck2/recorder.py computes as the glob does."""
+    assert _step_runner_patterns() == [
+        "cuda_split/__init__.py",
+        "cuda_split/core/**",
+        "cuda_split/runner/**",
+    ]
+    return recorder.step_runner_files()
 
 
 def _imported_modules(path: pathlib.Path) -> set[str]:
-    """The cuda_split modules `path` imports (`cuda_split/x.py` paths)."""
+    """The cuda_split files `path` imports (`cuda_split/x/y.py` paths, with the
+    `__init__.py` of each package on the way)."""
+    tools = REPO / "tools"
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == "cuda_split":
-            found |= {f"cuda_split/{a.name}.py" for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cuda_split."):
-            found.add(node.module.replace(".", "/") + ".py")
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("cuda_split"):
+            continue
+        package = node.module.replace(".", "/")
+        parts = package.split("/")
+        found |= {"/".join(parts[:i]) + "/__init__.py" for i in range(1, len(parts) + 1)}
+        found.discard(package + "/__init__.py")
+        for alias in node.names:
+            if (tools / package / f"{alias.name}.py").is_file():
+                found.add(f"{package}/{alias.name}.py")
+            elif (tools / package / "__init__.py").is_file():
+                found.add(f"{package}/__init__.py")
+            else:
+                found.add(f"{package}.py")
     return found
 
 
-def test_step_runner_filegroup_is_what_step_py_imports() -> None:
+def test_step_runner_glob_is_what_launch_py_imports() -> None:
     """Every module the entry point (launch.py) imports, transitively, is in
     //tools:step_runner (a missing one fails every sandboxed action), and nothing else is
-    (an extra one puts its edits into every CUDA action's key)."""
-    listed = set(_step_runner_files())
-    needed = {"cuda_split/__init__.py", "cuda_split/launch.py"}
-    todo = ["cuda_split/launch.py"]
+    (an extra one puts its edits into every CUDA action's key): cuda_split.core and
+    cuda_split.runner import nothing of cuda_split outside them, and all of them is used."""
+    listed = {f for f in _step_runner_files() if f.endswith(".py")}
+    needed = {"cuda_split/__init__.py", "cuda_split/runner/__init__.py"}
+    needed.add("cuda_split/runner/launch.py")
+    todo = ["cuda_split/runner/launch.py"]
     while todo:
         for module in _imported_modules(REPO / "tools" / todo.pop()) - needed:
             needed.add(module)
             todo.append(module)
     assert listed == needed
+    assert "cuda_split/core/time_trace_flags.json" in _step_runner_files()
 
 
 def test_buck2s_step_runner_has_the_same_files() -> None:
-    """tools/BUCK's step_runner (the Buck2 rules' runner) lists what Bazel's lists."""
-    assert _step_runner_files("BUCK") == _step_runner_files()
+    """tools/BUCK's step_runner (the Buck2 rules' runner) globs what Bazel's globs."""
+    assert _step_runner_patterns("BUCK") == _step_runner_patterns()
+    text = (REPO / "tools" / "BUCK").read_text()
+    assert 'exclude = ["**/__pycache__/**"]' in text
 
 
 def test_step_runner_needs_only_the_standard_library() -> None:
@@ -142,9 +170,9 @@ def test_step_runner_needs_only_the_standard_library() -> None:
     modules = [
         f[: -len(".py")].replace("/", ".")
         for f in _step_runner_files()
-        if not f.endswith("__init__.py")
+        if f.endswith(".py") and not f.endswith("__init__.py")
     ]
-    assert "cuda_split.step" in modules and "cuda_split.command" in modules
+    assert "cuda_split.runner.main" in modules and "cuda_split.core.command" in modules
     code = f"import sys; sys.path.insert(0, {str(REPO / 'tools')!r})\n" + "".join(
         f"import {m}\n" for m in modules
     )

@@ -1,7 +1,8 @@
 """The package's shape: no module of tools/cuda_split imports one that imports it back
 (counting imports under TYPE_CHECKING and inside functions: a cycle there is a cycle in
 the design, whatever Python tolerates at run time); no module over 600 lines beyond a
-list that may only shrink; the driver a package of modules by concern."""
+list that may only shrink; the driver a package of modules by concern; the products'
+packages layered (docs/design.md, "The tree"), importing each other's public names only."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ def imports_of(path: pathlib.Path, modules: set[str]) -> set[str]:
             if node.module == "cuda_split":
                 found |= {alias.name for alias in node.names}
             elif node.module.startswith("cuda_split."):
-                found.add(node.module.removeprefix("cuda_split."))
+                package = node.module.removeprefix("cuda_split.")
+                # `from cuda_split.core import plan` imports the module core.plan.
+                found |= {f"{package}.{alias.name}" for alias in node.names} & modules
+                found.add(package)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("cuda_split."):
@@ -71,8 +75,61 @@ def test_cycles_are_found_in_a_known_graph() -> None:
 
 def test_the_driver_imports_remote_not_the_reverse() -> None:
     edges = graph()
-    assert "remote" in edges["driver.runner"] and "hermetic" in edges["remote"]
-    assert not {m for m in edges["remote"] if m.split(".")[0] == "driver"}
+    assert "remote.actions" in edges["driver.runner"] and "hermetic" in edges["remote.actions"]
+    assert not {m for r in edges if r.startswith("remote") for m in edges[r] if "driver" in m}
+
+
+# What each product's package may import of cuda_split, by the first part of the module's
+# name ("" for the modules at the top level, shared by the front ends).
+LAYERS = {
+    "core": {"core"},
+    "runner": {"core", "runner"},
+    "remote": {"core", "remote", ""},
+    "commands": {"core", "commands", ""},
+    "driver": {"core", "driver", "remote", ""},
+    "": {""},
+}
+
+
+def layer(module: str) -> str:
+    return module.split(".")[0] if "." in module or module in LAYERS else ""
+
+
+def test_the_products_packages_are_layered() -> None:
+    edges = graph()
+    assert {layer(m) for m in edges} == set(LAYERS)
+    wrong = {
+        f"{module} imports {target}"
+        for module, targets in edges.items()
+        for target in targets
+        if layer(target) not in LAYERS[layer(module)]
+    }
+    assert not wrong
+
+
+def test_no_module_uses_a_private_name_of_another() -> None:
+    """Neither `from cuda_split.x import _name` nor `xlib._name` on an imported module."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = set()  # the names this file binds to cuda_split modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cuda_split"):
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        found.add(f"{module_name(path)}: {node.module}.{alias.name}")
+                    elif alias.name.islower():
+                        modules.add(alias.asname or alias.name)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.add(f"{module_name(path)}: {node.value.id}.{node.attr}")
+    assert not found
 
 
 def test_no_import_cycle_in_the_package() -> None:

@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from bazel_util import bazel
 from conftest import REPO
+from support.bazel_util import bazel
 
 pytestmark = pytest.mark.bazel
 

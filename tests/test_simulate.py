@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from cuda_split import simulate
+from cuda_split.commands import simulate
 
 
 def _spawn(out: str, inputs: list[str], mnemonic: str = "CudaCicc", **extra: object) -> dict:
@@ -157,7 +157,7 @@ def test_cli_without_durations(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
 def test_cuda_split_dispatches_simulate(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cuda_split import cli
+    from cuda_split import commands as cli
 
     log = _log(tmp_path, DIAMOND)
     assert cli.main(["simulate", str(log), "--workers", "2"]) == 0

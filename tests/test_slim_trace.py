@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 
 import pytest
-
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-import run  # noqa: E402
-from bench import replay  # noqa: E402
+import run
+from bench import replay
 
 WORK = "/tmp/work-remote-16/rules_cuda_split_bench-remote-full-w16/ws/bench/ggml/"
 

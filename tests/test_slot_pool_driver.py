@@ -12,11 +12,11 @@ import threading
 import time
 import types
 
-from conftest import REPO
-from cuda_split import driver, slots
+from bench import replay as pool_replay
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-from bench import replay as pool_replay  # noqa: E402
+from conftest import REPO
+from cuda_split import driver
+from cuda_split.driver import slots
 
 
 def nodes_of(kinds: list[str], deps: dict[int, set[int]] | None = None) -> list:

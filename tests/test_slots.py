@@ -1,4 +1,4 @@
-"""The slot pool shared by nvcc-split processes without a jobserver (cuda_split.slots)."""
+"""The slot pool shared by nvcc-split processes without a jobserver (cuda_split.driver.slots)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cuda_split import slots
+from cuda_split.driver import slots
 
 
 def test_a_pool_hands_out_each_slot_once_across_processes(tmp_path) -> None:
@@ -27,7 +27,7 @@ def test_a_pool_hands_out_each_slot_once_across_processes(tmp_path) -> None:
 
 def test_a_dead_process_gives_its_slot_back(tmp_path) -> None:
     code = (
-        "import sys; from cuda_split import slots\n"
+        "import sys; from cuda_split.driver import slots\n"
         f"pool = slots.SlotPool({str(tmp_path)!r}, 1)\n"
         "print(pool.try_acquire(1.0, defer=False), flush=True)\n"
         "sys.stdin.read()\n"

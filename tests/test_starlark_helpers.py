@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-import plan_bzl
-from starlark_util import eval_json
+from support import plan_bzl
+from support.starlark_util import eval_json
 
 PRELUDE = (
     'load("//rules_cuda_split/private:plan.bzl", "parse_arch_spec", "source_steps", '

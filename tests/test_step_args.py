@@ -1,11 +1,11 @@
-"""The step runner's command line (cuda_split.step.parse_args): several steps in one
+"""The step runner's command line (cuda_split.runner.main.parse_args): several steps in one
 action, each with the action's arch or its own (`--kind KIND:ARCH`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cuda_split import step
+from cuda_split.runner import main as step
 
 BASE = ["--nvcc", "external/cuda/bin/nvcc", "--src", "x.cu"]
 
@@ -57,7 +57,7 @@ def test_bad_kinds_are_refused_naming_them(
 def test_mono_fatbin_group_gets_the_fatbinary_not_its_c_embedding(tmp_path) -> None:
     """compile_mode=mono's cuda_fatbin directory holds nvcc --keep's `x.fatbin` (issue 30);
     `x.fatbin.c`, which the host compile embeds, stays in the --mono-dir."""
-    from cuda_split import steps_mono
+    from cuda_split.runner import mono as steps_mono
 
     files = {}
     for role, name in (

@@ -1,6 +1,6 @@
-"""The step runner's entry point (tools/cuda_split/launch.py): an interpreter older than
+"""The step runner's entry point (tools/cuda_split/runner/launch.py): an interpreter older than
 the runner needs fails with one line and exit code 2, before anything imports a module
-with newer syntax; a new enough one runs step.py."""
+with newer syntax; a new enough one runs runner/main.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-LAUNCH = REPO / "tools" / "cuda_split" / "launch.py"
+LAUNCH = REPO / "tools" / "cuda_split" / "runner" / "launch.py"
 FAKE = "CUDA_SPLIT_TEST_PYTHON_VERSION"
 
 
@@ -42,10 +42,10 @@ def test_an_old_interpreter_fails_with_one_line(version: str) -> None:
 
 
 def test_a_new_enough_interpreter_runs_step_py() -> None:
-    # step.py's own argument parser answers: the launcher got past the version check.
+    # main.py's own argument parser answers: the launcher got past the version check.
     proc = _launch("--kind", "cicc", fake="3.11.0")
     assert proc.returncode == 2
-    assert proc.stderr.startswith("usage: cuda_split.step"), proc.stderr
+    assert proc.stderr.startswith("usage: cuda_split.runner.main"), proc.stderr
     assert "needs Python" not in proc.stderr
 
 

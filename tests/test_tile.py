@@ -11,7 +11,7 @@ cubins, which the object embeds beside the SIMT fatbinary.
 
 The SDK is 13.5's compiler wheels (nvcc, nvvm, crt, cudart, cccl) and tileiras, from the
 version table's default components, unpacked once into `.cache/sdk-versions/13.5` by
-tests/sdk_versions.py (shared with 13.5's fidelity tests). No GPU.
+tests/support/sdk_versions.py (shared with 13.5's fidelity tests). No GPU.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ import sys
 
 import pytest
 
-import plan_bzl
-import sdk_versions
 from conftest import refuse_in_quick_tier
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from fidelity import harness
 from fidelity.harness import REPO
+from support import plan_bzl, sdk_versions
 
 VERSION = "13.5"
 SRC = "tests/tile/tile_kernel.cu"
@@ -38,7 +37,7 @@ SEED = ["-frandom-seed=tests/tile:tile_kernel:tile_kernel.cu"]
 @pytest.fixture(scope="module")
 def sdk() -> pathlib.Path:
     """CUDA 13.5's compiler set, tileiras among its default components, unpacked once
-    (tests/sdk_versions.py: the SDK the fidelity tests of 13.5 use too)."""
+    (tests/support/sdk_versions.py: the SDK the fidelity tests of 13.5 use too)."""
     refuse_in_quick_tier("the CUDA 13.5 wheels", "nvcc")
     root = sdk_versions.sdk(VERSION)
     if not (root / "bin" / "tileiras").is_file():
@@ -148,7 +147,7 @@ def test_tile_flags_set_the_plan_and_are_refused_for_a_version_without_them(
     choose plan.bzl's tile steps; with a 13.0 SDK, whose nvcc has neither, the emitter
     fails naming the flag, the reason and the versions that have it. A version the
     option table was not made from (13.3) is left to its nvcc."""
-    from starlark_util import eval_json
+    from support.starlark_util import eval_json
 
     body = (
         'load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", '
@@ -195,7 +194,7 @@ def test_nvcc_split_embeds_nvccs_fatbins(sdk: pathlib.Path, tmp_path: pathlib.Pa
     """The driver (nvcc-split) runs the tile plan as a DAG, cicc's bitcode before
     tileiras: its object embeds nvcc's `.nv_fatbin` (tile and SIMT images) byte for byte
     (the objects differ in nvcc's tmpxft file names, as two nvcc runs do)."""
-    from cuda_split.command import StepCommand
+    from cuda_split.core.command import StepCommand
 
     flag = TILE_FLAGS["enable"]  # (--tile-only's bitcode is cicc's -o: an output anyway)
 

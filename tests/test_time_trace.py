@@ -11,13 +11,11 @@ import subprocess
 import sys
 
 import pytest
+import time_trace_table
 
-import sdk_versions
-from bazel_util import REPO, bazel, build_outputs
-from cuda_split import time_trace
-
-sys.path.insert(0, str(REPO / "scripts"))
-import time_trace_table  # noqa: E402
+from cuda_split.core import time_trace
+from support import sdk_versions
+from support.bazel_util import REPO, bazel, build_outputs
 
 TARGET = "//tests/determinism:t"
 TARGET_DIR = "tests/determinism/_cuda/t"
@@ -135,7 +133,7 @@ def test_a_ptx_check_nvcc_does_not_run_still_gets_its_trace(sdk: pathlib.Path, t
     declared trace names the step and holds no events."""
     (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
     trace, stamp = tmp_path / "k.compute_80.ptxas.trace.json", tmp_path / "k.compute_80.ptxcheck"
-    argv = [sys.executable, "-B", "-S", "-E", str(REPO / "tools/cuda_split/step.py")]
+    argv = [sys.executable, "-B", "-S", "-E", str(REPO / "tools/cuda_split/runner/main.py")]
     argv += ["--kind", "ptxas", "--arch", "compute_80", "--nvcc", str(sdk / "bin/nvcc")]
     argv += ["--src", "k.cu", f"--file=ptxcheck:compute_80={stamp}", "--time-trace", str(trace)]
     argv += ["--nvcc-flag=-gencode=arch=compute_80,code=compute_80"]
@@ -152,7 +150,7 @@ def test_time_trace_is_refused_for_a_step_without_one() -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO / "tools/cuda_split/step.py"),
+            str(REPO / "tools/cuda_split/runner/main.py"),
             "--kind",
             "host_compile",
             "--nvcc",

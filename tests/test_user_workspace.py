@@ -27,8 +27,9 @@ import subprocess
 
 import pytest
 
-from bazel_util import REPO, bazel, checkout_copy
-from cuda_split import audit, cli
+from cuda_split import commands as cli
+from cuda_split.commands import audit
+from support.bazel_util import REPO, bazel, checkout_copy
 
 pytestmark = pytest.mark.bazel
 

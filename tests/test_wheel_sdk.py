@@ -32,13 +32,11 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 
+import cuda_version_table as cvt
 import pytest
 
-from bazel_util import REPO, checkout_copy, replace_sdk_block
-from starlark_util import eval_json
-
-sys.path.insert(0, str(REPO / "scripts"))
-import cuda_version_table as cvt  # noqa: E402
+from support.bazel_util import REPO, checkout_copy, replace_sdk_block
+from support.starlark_util import eval_json
 
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_WHEEL_CACHE", REPO / ".cache" / "cuda-wheels"))
 VERSIONS = ("13.0", "13.5")  # 13.5 knows sm_107, 13.0 does not

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 
 from .corpus import Job
 from .measure import JobResult, Proc, run_measured
@@ -32,7 +32,7 @@ S1_PHASES = {"nvcc": "full", "nvcc-t": "full", "split-log": "log", "split-nocach
 
 SMOKE_BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/saxpy:saxpy")
 BAZEL_TARGETS = ("//bench/ggml:ggml_cuda", "//examples/...")
-# The rules' actions that run once per arch (cuda_split.plan's table of mnemonics).
+# The rules' actions that run once per arch (cuda_split.core.plan's table of mnemonics).
 PER_ARCH_MNEMONICS = tuple(
     m for m, kinds in planlib.MNEMONICS.items() if set(kinds) <= set(planlib.PER_ARCH_KINDS)
 )

@@ -113,7 +113,7 @@ def resolve_ggml(args: argparse.Namespace, work: pathlib.Path) -> pathlib.Path:
             sys.exit(f"--corpus-dir {d}: no src/ggml-cuda (give the ggml directory)")
         return d
     sys.path.insert(0, str(REPO / "tests"))
-    import corpus  # tests/corpus.py (this module is bench.corpus)
+    from support import corpus  # tests/support/corpus.py (this module is bench.corpus)
 
     if args.sdist:
         cache = work / "corpus"
@@ -127,7 +127,7 @@ def resolve_ggml(args: argparse.Namespace, work: pathlib.Path) -> pathlib.Path:
 
 def ggml_flags_and_sources(ggml: pathlib.Path) -> tuple[list[str], list[str]]:
     sys.path.insert(0, str(REPO / "tests"))
-    import corpus  # tests/corpus.py
+    from support import corpus  # tests/support/corpus.py
 
     return corpus.ggml_cuda_flags(), corpus.ggml_cuda_sources(ggml)
 

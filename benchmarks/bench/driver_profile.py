@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from . import REPO  # puts tools/ on sys.path
 
-if str(REPO / "tests") not in sys.path:  # tests/corpus.py: ggml's flags
+if str(REPO / "tests") not in sys.path:  # tests/support/corpus.py: ggml's flags
     sys.path.insert(0, str(REPO / "tests"))
 
 ARCHS = ("75", "80", "86", "89", "90")
@@ -58,9 +58,9 @@ MEASURED = (
     ("cuda_split.driver.runner", "Runner._restore"),
     ("cuda_split.driver.runner", "Runner.portable"),
     ("cuda_split.driver.runner", "Runner.localize"),
-    ("cuda_split.archlist", "included_files"),
-    ("cuda_split.archlist", "users"),
-    ("cuda_split.archlist", "line_marker_files"),
+    ("cuda_split.core.archlist", "included_files"),
+    ("cuda_split.core.archlist", "users"),
+    ("cuda_split.core.archlist", "line_marker_files"),
     ("cuda_split.driver.preprocess", "Texts.wrote"),
     ("cuda_split.driver.preprocess", "texts_entry"),
     ("cuda_split.cache", "Cache.lookup"),
@@ -72,9 +72,9 @@ MEASURED = (
     ("cuda_split.cache", "encode_entry"),
     ("cuda_split.cache", "decode_entry"),
     ("cuda_split.cache", "sha256_file"),
-    ("cuda_split.slots", "SlotPool.try_acquire"),
-    ("cuda_split.slots", "SlotPool.announce"),
-    ("cuda_split.slots", "chains"),
+    ("cuda_split.driver.slots", "SlotPool.try_acquire"),
+    ("cuda_split.driver.slots", "SlotPool.announce"),
+    ("cuda_split.driver.slots", "chains"),
     ("cuda_split.driver.executor", "sizes"),
 )
 
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad := [r for r in runs if r not in RUNS]:
         ap.error(f"--runs: unknown {', '.join(bad)} (accepted: {', '.join(RUNS)})")
 
-    import corpus  # tests/corpus.py
+    from support import corpus  # tests/support/corpus.py
 
     ggml = pathlib.Path(args.corpus_dir).resolve()
     if os.sep in args.nvcc:  # a path, not a name on PATH: it must outlive the chdir

@@ -120,11 +120,11 @@ def run_pool(
 
 
 def jobserver_module() -> Any:
-    """cuda_split.jobserver (from REPO/tools: the benchmark runs without installing it)."""
+    """cuda_split.driver.jobserver (from REPO/tools: the benchmark runs without installing it)."""
     tools = str(REPO / "tools")
     if tools not in sys.path:
         sys.path.insert(0, tools)
-    from cuda_split import jobserver
+    from cuda_split.driver import jobserver
 
     return jobserver
 

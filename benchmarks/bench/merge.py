@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import say
-from .results import load_full, save
+from .report import save
+from .results import load_full
 
 
 def combine(a: Any, b: Any, key: str = "") -> Any:

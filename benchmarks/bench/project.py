@@ -39,7 +39,8 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from cuda_split import plan, simulate
+from cuda_split.commands import simulate
+from cuda_split.core import plan
 
 from . import BENCH
 from .configs import bazel_ggml_build
@@ -58,7 +59,7 @@ ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
 # Per ggml file, CPU s with nvcc and nvcc-split on 16 cores (--inputs-from of the
 # 16-core nvcc and nvcc-split results of the whole backend: model_inputs).
 INPUTS = BENCH / "results" / "full-16core-per-file.json"
-# The rules' split actions (cuda_split.plan's table of mnemonics): per arch, per source.
+# The rules' split actions (cuda_split.core.plan's table of mnemonics): per arch, per source.
 PER_ARCH = {
     m: list(kinds) for m, kinds in plan.MNEMONICS.items() if set(kinds) <= set(plan.PER_ARCH_KINDS)
 }

@@ -12,7 +12,7 @@ and since 2026-11-25 its index, deps and the bytes it wrote) holds every step's 
 duration. The replay runs the same steps again on `--cores` slots, in simulated time: each
 file's process arrives when its first step started, a step starts once its deps are done
 and a slot is free, and takes the seconds it took. Free slots go as the pool gives them
-(`cuda_split.slots`): to the waiting step with the longest remaining chain across the
+(`cuda_split.driver.slots`): to the waiting step with the longest remaining chain across the
 processes. The rules replayed:
 
     pid    nvcc-split's: chains of each process's `slots.Estimates` (the defaults, what
@@ -77,8 +77,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuda_split import plan as planlib
-from cuda_split import slots  # tools/, on sys.path from bench/__init__.py
+from cuda_split.core import plan as planlib
+from cuda_split.driver import slots  # tools/, on sys.path from bench/__init__.py
 from cuda_split.driver.step_spec import REMOTE_EXEC_KINDS
 
 RULES = ("pid", "held", "ready", "known")

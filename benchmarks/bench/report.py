@@ -1,13 +1,15 @@
 """A run's results as markdown (header, targets, one table per scenario) and as bar charts
-(if matplotlib imports)."""
+(if matplotlib imports); `save` writes a run's files: every measurement, the summary
+(results.py) and its renderings."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 from typing import Any
 
 from .analysis import targets, usable_cores
-from .results import EXPLAIN_ROWS, summarize
+from .results import EXPLAIN_ROWS, dumps, raw_path, summarize
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
@@ -441,3 +443,21 @@ def render_png(results: dict[str, Any], path: pathlib.Path) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return ""
+
+
+def save(out: pathlib.Path, label: str, results: dict[str, Any], chart: bool = False) -> str:
+    """Write `out`/raw/<label>/<label>.json (every measurement, where load_full looks:
+    --raw-dir does not move it), `out`/<label>.json (the summary) and .md, and with
+    `chart` the .png; returns why the chart was not written, or ''."""
+    note = ""
+    if chart:
+        note = render_png(results, out / f"{label}.png")
+        if note:
+            results["meta"]["png"] = note
+    raw = raw_path(out / f"{label}.json")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(results, indent=1) + "\n")
+    summary = summarize(results)
+    (out / f"{label}.json").write_text(dumps(summary) + "\n")
+    (out / f"{label}.md").write_text(render_markdown(summary))
+    return note

@@ -127,26 +127,6 @@ def dumps(doc: Any, indent: int = 0) -> str:
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
-def save(out: pathlib.Path, label: str, results: dict[str, Any], chart: bool = False) -> str:
-    """Write `out`/raw/<label>/<label>.json (every measurement, where load_full looks:
-    --raw-dir does not move it), `out`/<label>.json (the summary) and .md, and with
-    `chart` the .png; returns why the chart was not written, or ''."""
-    from .report import render_markdown, render_png
-
-    note = ""
-    if chart:
-        note = render_png(results, out / f"{label}.png")
-        if note:
-            results["meta"]["png"] = note
-    raw = raw_path(out / f"{label}.json")
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(json.dumps(results, indent=1) + "\n")
-    summary = summarize(results)
-    (out / f"{label}.json").write_text(dumps(summary) + "\n")
-    (out / f"{label}.md").write_text(render_markdown(summary))
-    return note
-
-
 def raw_path(path: pathlib.Path) -> pathlib.Path:
     """Where the full measurements of the summary `path` are: results/raw/<label>/."""
     return path.parent / "raw" / path.stem / path.name

@@ -44,7 +44,7 @@ from .corpus import (
 )
 from .measure import find_nvcc, first_line, jobserver_module, machine_info, run_pool
 from .replay import driver_cpu, longest_path, tools_cpu
-from .results import save
+from .report import save
 from .steps import explain_summary, read_graph_edges, read_table, table_summary
 
 
@@ -220,7 +220,7 @@ class Bench:
 
     def save(self, chart: bool = False) -> str:
         """The summary, .md (and with `chart` the .png) in --out, every measurement in
-        --out's raw/<label>/ (results.save); why the chart was not written, or ''."""
+        --out's raw/<label>/ (report.save); why the chart was not written, or ''."""
         return save(self.out, self.args.label, self.results, chart)
 
     def run_corpus(

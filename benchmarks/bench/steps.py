@@ -10,11 +10,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver import CACHED_KINDS as DRIVER_CACHED
 from cuda_split.driver import PREPROCESS_KINDS
 
-# nvcc-split's step kinds (cuda_split.plan): per-arch ones, all cached ones, the others.
+# nvcc-split's step kinds (cuda_split.core.plan): per-arch ones, all cached ones, the others.
 PER_ARCH_KINDS = planlib.PER_ARCH_KINDS
 CACHED_KINDS = tuple(k for k in planlib.STEP_KINDS if k in {*DRIVER_CACHED, *PREPROCESS_KINDS})
 HOST_KINDS = tuple(k for k in planlib.STEP_KINDS if k not in PER_ARCH_KINDS)

@@ -14,7 +14,7 @@ CudaToolchainInfo = provider(
         "pic_flags": "list[string], the host compiler's PIC flags, for the host steps",
         "python": "string, the interpreter that runs the step runner (path or PATH name)",
         "real_archs": "list[string], the SDK's real archs ([]: not checked)",
-        "runner_main": "Artifact, the step runner's step.py",
+        "runner_main": "Artifact, the step runner's entry point, launch.py",
         "sdk_files": "dict[string, list[Artifact]], each tool's files by plan.bzl's " +
                      "ACTIONS sdk_files names (the Bazel toolchain's tool fields)",
         "step_runner": "list[Artifact], the step runner's sources",

@@ -32,8 +32,8 @@ def _cuda_step_runner_impl(ctx):
 
 cuda_step_runner = rule(
     impl = _cuda_step_runner_impl,
-    doc = "The step runner's sources (tools/cuda_split: step.py and what it imports), " +
-          "as they are in the source tree: `cuda_toolchain`'s `step_runner`.",
+    doc = "The step runner's sources (tools/cuda_split/core and runner: launch.py and " +
+          "what it imports), as they are in the source tree: `cuda_toolchain`'s `step_runner`.",
     attrs = {
         "srcs": attrs.list(attrs.source(), doc = "The runner's .py files."),
     },

@@ -1,9 +1,9 @@
 """`ggml_repository`: llama.cpp's sources (ggml and its tests) for the ggml example.
 
 They come from the sdist of llama-cpp-python 0.3.36 on PyPI, pinned by SHA-256: the same
-file `tests/corpus.py` downloads. Offline, Bazel takes it from a `--distdir` directory
+file `tests/support/corpus.py` downloads. Offline, Bazel takes it from a `--distdir` directory
 holding `llama_cpp_python-0.3.36.tar.gz` (matched by file name and SHA-256, as the SDK's
-wheels are), e.g. `.cache/corpus` after `python3 tests/corpus.py`.
+wheels are), e.g. `.cache/corpus` after `python3 tests/support/corpus.py`.
 """
 
 load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")

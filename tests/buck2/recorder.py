@@ -23,19 +23,26 @@ DEFS = "//buck2/cuda:defs.bzl"
 # Where the recorder's toolchain puts the SDK (Bazel's is external/cuda_13_0).
 SDK_DIR = "cuda_sdk"
 
-STEP_RUNNER = [
-    "cuda_split/__init__.py",
-    "cuda_split/archlist.py",
-    "cuda_split/command.py",
-    "cuda_split/launch.py",
-    "cuda_split/plan.py",
-    "cuda_split/step.py",
-    "cuda_split/steps_compile.py",
-    "cuda_split/steps_exec.py",
-    "cuda_split/steps_link.py",
-    "cuda_split/steps_mono.py",
-    "cuda_split/vocabulary.py",
-]
+# The step runner's sources, as tools/BUCK's (and tools/BUILD.bazel's) glob takes them.
+STEP_RUNNER_GLOB = ("cuda_split/__init__.py", "cuda_split/core/**", "cuda_split/runner/**")
+
+
+def step_runner_files() -> list[str]:
+    """The files of STEP_RUNNER_GLOB under tools/, sorted, as Buck2's and Bazel's glob
+    take them: files only, none under `__pycache__`."""
+    tools = REPO / "tools"
+    found: set[str] = set()
+    for pattern in STEP_RUNNER_GLOB:
+        if pattern.endswith("/**"):
+            paths = (tools / pattern[: -len("/**")]).rglob("*")
+        else:
+            paths = iter([tools / pattern])
+        found |= {
+            p.relative_to(tools).as_posix()
+            for p in paths
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+    return sorted(found)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +58,7 @@ class Target:
 def toolchain_targets(archs: str, host_compiler: str) -> list[Target]:
     """The step runner and a toolchain (`toolchains//:cuda`) with default archs `archs`."""
     return [
-        Target("tools", "step_runner", "cuda_step_runner", {"srcs": STEP_RUNNER}),
+        Target("tools", "step_runner", "cuda_step_runner", {"srcs": step_runner_files()}),
         Target(
             "",
             "cuda",

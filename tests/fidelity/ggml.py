@@ -1,4 +1,4 @@
-"""The split-vs-nvcc check on ggml's CUDA backend (tests/corpus.py fetches it).
+"""The split-vs-nvcc check on ggml's CUDA backend (tests/support/corpus.py fetches it).
 
 Each file is compiled for `sm_80,sm_90` with the flags ggml's CMake uses, from the ggml
 directory (so sources and `-Isrc -Iinclude` are relative, as in a Bazel execroot), once
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pathlib
 import re
 
-import corpus
 from fidelity import harness
+from support import corpus
 
 SPEC = "sm_80,sm_90"
 

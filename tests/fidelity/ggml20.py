@@ -13,8 +13,8 @@ import pathlib
 
 import pytest
 
-import corpus
 from fidelity import ggml as ggml_check
+from support import corpus
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Compile one source twice, with the split steps and with plain nvcc, and compare.
 
-The split side runs `python -m cuda_split.step` once per step the rules declare
+The split side runs `python -m cuda_split.runner.main` once per step the rules declare
 (`plan_bzl.source_steps`: plan.bzl run by the Starlark interpreter), in dependency order
 on a small thread pool, every
 file in one directory. The nvcc side runs
@@ -23,7 +23,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-import plan_bzl
+from cuda_split.core.plan import flag_value
+from support import plan_bzl
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
@@ -69,11 +70,11 @@ def step_argv(
     orig_src_path_name: str = "",
     keep_cwd_in_debug_paths: bool = False,
 ) -> list[str]:
-    """The `python -m cuda_split.step` command of one split step."""
+    """The `python -m cuda_split.runner.main` command of one split step."""
     argv = [
         sys.executable,
         "-m",
-        "cuda_split.step",
+        "cuda_split.runner.main",
         "--kind",
         step.kind,
         "--nvcc",
@@ -177,7 +178,7 @@ class NvccResult:
 
 
 # The split's step runner gives gcc -fno-canonical-system-headers (system headers keep the
-# names they were included by, not their real paths: see tools/cuda_split/step.py); the
+# names they were included by, not their real paths: see tools/cuda_split/runner/main.py); the
 # reference nvcc gets the same, or its .ii files and -lineinfo PTX name some CCCL headers
 # by the SDK's real path where that is shorter.
 REFERENCE_FLAGS = ["-Xcompiler=-fno-canonical-system-headers"]
@@ -204,15 +205,6 @@ def nvcc_argv(
     ]
 
 
-def _value(argv: Sequence[str], flag: str) -> str | None:
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a[len(flag) + 1 :]
-    return None
-
-
 def parse_keep_names(dryrun: str, base: pathlib.Path) -> NvccResult:
     """Which kept file holds what, from nvcc's `--dryrun` of the same command."""
     paths: dict[str, pathlib.Path] = {}
@@ -230,16 +222,16 @@ def parse_keep_names(dryrun: str, base: pathlib.Path) -> NvccResult:
         if not argv or "=" in argv[0]:
             continue
         tool = os.path.basename(argv[0])
-        out = _value(argv, "-o")
+        out = flag_value(argv, "-o")
         if tool == "cudafe++":
-            mid = _value(argv, "--module_id_file_name")
+            mid = flag_value(argv, "--module_id_file_name")
             if mid:
                 paths["module_id"] = base / mid
-            gen_c = _value(argv, "--gen_c_file_name")
+            gen_c = flag_value(argv, "--gen_c_file_name")
             if gen_c:
                 paths["cudafe1.cpp"] = base / gen_c
         elif tool == "cicc":
-            arch = _value(argv, "-arch") or ""
+            arch = flag_value(argv, "-arch") or ""
             assert out, line
             paths[f"ptx:{arch}"] = base / out
             ptx_arch[out] = arch
@@ -248,14 +240,14 @@ def parse_keep_names(dryrun: str, base: pathlib.Path) -> NvccResult:
                 if a.endswith(".cpp1.ii"):
                     cicc_inputs[a] = arch
         elif tool == "ptxas":
-            arch = _value(argv, "-arch") or ""
+            arch = flag_value(argv, "-arch") or ""
             if out:
                 paths[f"cubin:{arch}"] = base / out
                 by_file[out] = f"cubin:{arch}"
             else:
                 ptx_checks.append(arch)
         elif tool == "fatbinary":
-            if created := _value(argv, "--create"):
+            if created := flag_value(argv, "--create"):
                 paths["fatbin"] = base / created
             for a in argv:
                 if a.startswith("--image3="):

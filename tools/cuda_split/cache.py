@@ -39,7 +39,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 
-from cuda_split.file_notes import FileNotes, _replace_quickly
+from cuda_split.file_notes import FileNotes, replace_quickly
 
 # An entry: MAGIC, the sha256 of the rest, a newline, then the rest: zlib (level 1) of
 # the header's length, the header and the files (PTX, a text, compresses well; the
@@ -137,7 +137,7 @@ def _umask() -> int:
 _UMASK = _umask()
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Write `path` so that readers see the old file or the whole new one."""
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
@@ -228,12 +228,12 @@ class Cache(FileNotes):
             )
 
     def _write(self, path: str, data: bytes, durable: bool = True) -> bool:
-        """_atomic_write (not `durable`: _replace_quickly), unless the cache cannot be
+        """atomic_write (not `durable`: replace_quickly), unless the cache cannot be
         written (then False, said once)."""
         if self.unwritable:
             return False
         try:
-            (_atomic_write if durable else _replace_quickly)(path, data)
+            (atomic_write if durable else replace_quickly)(path, data)
         except OSError as e:
             self._cannot_write(e)
             return False
@@ -324,7 +324,7 @@ class Cache(FileNotes):
             evicted: list[str] = []
             if total > self.max_size:
                 evicted, total = self._evict()
-            _atomic_write(size_file, b"%d\n" % total)
+            atomic_write(size_file, b"%d\n" % total)
         return evicted
 
     def count(self, hits: int, misses: int) -> None:
@@ -336,7 +336,7 @@ class Cache(FileNotes):
                 counts = self._counts()
                 counts["hits"] += hits
                 counts["misses"] += misses
-                _atomic_write(os.path.join(self.root, "stats"), json.dumps(counts).encode())
+                atomic_write(os.path.join(self.root, "stats"), json.dumps(counts).encode())
         except OSError as e:
             self._cannot_write(e)
 

@@ -26,7 +26,7 @@ def _line_check(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _replace_quickly(path: str, data: bytes) -> None:
+def replace_quickly(path: str, data: bytes) -> None:
     """Write `path` through a rename, without fsync: for notes whose loss or damage after
     a crash costs a recomputation only (their readers check their form)."""
     d = os.path.dirname(path)
@@ -171,7 +171,7 @@ class FileNotes:
                 for b in (f"{p}\t{i}\t{' '.join(w)}" for p, (i, w) in notes.items())
             )
             with contextlib.suppress(OSError):  # an append meanwhile is lost: noted again
-                _replace_quickly(log, text.encode("utf-8", "surrogateescape"))
+                replace_quickly(log, text.encode("utf-8", "surrogateescape"))
         return self._notes[directory]
 
     def _read_notes(self, directory: str, fd: int) -> int:

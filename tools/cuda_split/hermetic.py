@@ -1,7 +1,7 @@
 """nvcc-split's form of a step that its caches and remote execution key and run: no
 path of the build directory or the SDK, no mention of the build's other archs.
 
-Shared by the driver (which makes them) and remote.py (which turns them into REAPI
+Shared by the driver (which makes them) and remote/actions.py (which turns them into REAPI
 Actions), so that neither imports the other.
 """
 

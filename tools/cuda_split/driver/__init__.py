@@ -6,7 +6,7 @@
 For the common case, one `.cu` compiled to an object (`-c`, `-dc`, `-dw`, whole-program
 or `-rdc`, with or without `-MD`/`-MMD` dependency files), the driver asks the real nvcc
 for its plan of exactly that command (`nvcc --dryrun --keep --keep-dir KD <args>`, parsed
-by `cuda_split.plan`), maps the plan's steps to a DAG by the files they pass, and runs the
+by `cuda_split.core.plan`), maps the plan's steps to a DAG by the files they pass, and runs the
 steps on a pool of `-j` workers. The preprocessors', cudafe++'s, cicc's, ptxas's and
 fatbinary's results are kept in a local content-addressed cache (`cuda_split.cache`).
 Every command is nvcc's own, with only its intermediate files moved to a private

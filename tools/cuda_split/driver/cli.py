@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from cuda_split import cache as cachelib
-from cuda_split import jobserver as jobserverlib
-from cuda_split import plan as planlib
-from cuda_split import time_trace
+from cuda_split.core import plan as planlib
+from cuda_split.core import time_trace
+from cuda_split.driver import jobserver as jobserverlib
 from cuda_split.driver import time_traces
 from cuda_split.driver.common import Unsplittable, append_json_line, say
 from cuda_split.driver.dag import build_dag
@@ -26,7 +26,7 @@ from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dep
 from cuda_split.driver.options import (
     NvccNotFound,
     Options,
-    _driver_parser,
+    driver_parser,
     parse_driver_args,
     split_command_line,
 )
@@ -218,7 +218,7 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
     if opts.table:
         write_table(opts.table, table_rows(src, nodes), opts.table_append)
     if opts.graph:
-        cachelib._atomic_write(os.path.abspath(opts.graph), graph_text(src, nodes).encode())
+        cachelib.atomic_write(os.path.abspath(opts.graph), graph_text(src, nodes).encode())
     return rc
 
 
@@ -265,7 +265,7 @@ def _trace_process(trace: str, inv: Invocation) -> None:
 
 
 def print_stats(driver_argv: Sequence[str]) -> int:
-    ns = _driver_parser().parse_args(list(driver_argv))
+    ns = driver_parser().parse_args(list(driver_argv))
     try:
         max_size = cachelib.parse_size(ns.cache_max_size)
     except ValueError as e:

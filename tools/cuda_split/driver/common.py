@@ -10,8 +10,8 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
-from cuda_split import plan as planlib
-from cuda_split.command import StepCommand
+from cuda_split.core import plan as planlib
+from cuda_split.core.command import StepCommand
 
 PROG = "nvcc-split"
 

@@ -6,8 +6,8 @@ import os
 import re
 from collections.abc import Sequence
 
-from cuda_split import plan as planlib
-from cuda_split.command import StepCommand
+from cuda_split.core import plan as planlib
+from cuda_split.core.command import StepCommand
 from cuda_split.driver.common import Node, Unsplittable
 
 # File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
@@ -94,7 +94,7 @@ def build_dag(
     return nodes, files
 
 
-def _role_file_name(role: str) -> str:
+def role_file_name(role: str) -> str:
     """A file name for a role that keeps the suffix tools look at (cicc takes only
     `.i`/`.ii`/... inputs): `ptx:compute_90` -> `compute_90.ptx`."""
     kind, _, arch = role.partition(":")

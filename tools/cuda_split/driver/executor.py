@@ -9,9 +9,9 @@ import select
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from cuda_split import jobserver as jobserverlib
-from cuda_split import slots as slotslib
-from cuda_split import sysload
+from cuda_split.driver import jobserver as jobserverlib
+from cuda_split.driver import slots as slotslib
+from cuda_split.driver import sysload
 from cuda_split.driver.common import Node, replay, say
 from cuda_split.driver.options import Options
 

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from cuda_split.driver.common import Node
-from cuda_split.driver.preprocess import _COMPILER_ENV
+from cuda_split.driver.preprocess import COMPILER_ENV_VARS
 from cuda_split.driver.step_spec import REMOTE_ENV, sdk_path
 from cuda_split.hermetic import HermeticStep
 
@@ -76,7 +76,7 @@ _SIDE_FILE_FLAGS = (
 )
 # The compiler's environment variables that add include directories (the preprocessors'
 # own list) or write files (DEPENDENCIES_OUTPUT: a .d, as -MD).
-_ENV = (*_COMPILER_ENV, "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES")
+_ENV = (*COMPILER_ENV_VARS, "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES")
 _INCLUDE = b'\n#include "'
 # An empty file that makes an SDK include directory of the command exist in the action.
 _PLACEHOLDER = ".cuda-split-dir"

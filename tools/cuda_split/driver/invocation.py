@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from cuda_split import archlist, nvcc_options
+from cuda_split import nvcc_options
+from cuda_split.core import archlist
 from cuda_split.driver.options_file import expand_options_files
 
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver.common import Node
 
 # ptxas flags with which the cubin's line table records the mtime and size of each source

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from cuda_split import cache as cachelib
-from cuda_split import slots as slotslib
-from cuda_split import sysload
+from cuda_split.driver import slots as slotslib
+from cuda_split.driver import sysload
 from cuda_split.driver.common import PROG
 
 # ---------------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ class Options:
 # The command line
 
 
-def _driver_parser() -> argparse.ArgumentParser:
+def driver_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} [options] -- <nvcc args>  |  {PROG} [options] NVCC <nvcc args>",
@@ -210,7 +210,7 @@ class NvccNotFound(Exception):
 
 def _driver_options() -> dict[str, bool]:
     """The driver's option strings -> whether each takes a value."""
-    return {s: a.nargs != 0 for a in _driver_parser()._actions for s in a.option_strings}
+    return {s: a.nargs != 0 for a in driver_parser()._actions for s in a.option_strings}
 
 
 def split_command_line(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
@@ -274,7 +274,7 @@ def find_nvcc(compiler: str | None, option: str) -> str:
 
 def parse_driver_args(driver_argv: Sequence[str], compiler: str | None) -> Options | None:
     """The driver's options; None for --stats (which needs no nvcc). Raises NvccNotFound."""
-    p = _driver_parser()
+    p = driver_parser()
     ns = p.parse_args(list(driver_argv))
     if ns.stats:
         return None

@@ -11,9 +11,9 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from cuda_split import archlist
 from cuda_split import cache as cachelib
-from cuda_split import plan as planlib
+from cuda_split.core import archlist
+from cuda_split.core import plan as planlib
 from cuda_split.driver.common import Node
 
 # Sources that use these are not cached: their output changes with the clock.
@@ -21,7 +21,7 @@ _TIME_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
 
 
 # Environment variables of the host compiler that change what it preprocesses.
-_COMPILER_ENV = (
+COMPILER_ENV_VARS = (
     "CPATH",
     "C_INCLUDE_PATH",
     "CPLUS_INCLUDE_PATH",
@@ -53,9 +53,9 @@ _PREPROCESS_VALUE_OPTIONS = (
     "-imacros",
 )
 # The pseudo-file of a manifest's header set that holds in one working directory only.
-_CWD_DEP = "<cwd>"
+CWD_DEP = "<cwd>"
 # The form of a manifest's header sets (part of its key: another form is another entry).
-_MANIFEST_FORMAT = 2
+MANIFEST_FORMAT = 2
 
 
 def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
@@ -63,7 +63,7 @@ def preprocess_depends_on_cwd(argv: Sequence[str]) -> bool:
     directory: a relative source or include directory (line markers and lookups follow
     it), -g (`# 1 "<cwd>//"`), or relative CPATH-like entries. CMake passes absolute
     paths, so build directories share preprocessed sources."""
-    for var in _COMPILER_ENV:
+    for var in COMPILER_ENV_VARS:
         if any(p and not os.path.isabs(p) for p in os.environ.get(var, "").split(":")):
             return True
     i = 1
@@ -131,7 +131,7 @@ def header_digest(
     return found
 
 
-def _manifest_variants(
+def manifest_variants(
     entry: cachelib.Entry,
 ) -> list[tuple[list[tuple[str, str]], list[str]]]:
     """The header sets of a preprocess manifest, newest first: (file, digest) pairs, and
@@ -146,7 +146,7 @@ def _manifest_variants(
         return []
 
 
-def _preprocess_key(
+def preprocess_key(
     manifest_key: str, deps: list[tuple[str, str]], users: list[str], values: list[str]
 ) -> str:
     """A preprocess output's key: its manifest's, its header set's digests, and the
@@ -157,24 +157,24 @@ def _preprocess_key(
     return cachelib.key_of(parts)
 
 
-def _depends_note(users: Sequence[str]) -> str:
+def depends_note(users: Sequence[str]) -> str:
     names = [archlist.portable(u) if not u.startswith("<") else u for u in users]
     more = f" and {len(names) - 2} more" if len(names) > 2 else ""
     return f"depends on {archlist.MACRO} through {', '.join(names[:2])}{more}"
 
 
-def _records_names(node: Node) -> bool:
+def records_names(node: Node) -> bool:
     flags = _NAME_RECORDING.get(node.step.kind, ())
     return any(a in flags for a in node.cmd.argv[1:])
 
 
-def _quoted(path: str) -> bytes:
+def quoted(path: str) -> bytes:
     return b'"' + path.encode("utf-8", "surrogateescape") + b'"'
 
 
-def _line_marker(path: str) -> re.Pattern[bytes]:
+def line_marker(path: str) -> re.Pattern[bytes]:
     """`# 1 "<path>"` line markers (the form cicc names its stub by)."""
-    return re.compile(rb"^(#(?:line)? \d+ )" + re.escape(_quoted(path)), re.M)
+    return re.compile(rb"^(#(?:line)? \d+ )" + re.escape(quoted(path)), re.M)
 
 
 # Tool flags with which the output records the base names of the step's files: ptxas -g

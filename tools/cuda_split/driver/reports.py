@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from cuda_split import cache as cachelib
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver.common import Node
 
 # ---------------------------------------------------------------------------------------
@@ -42,7 +42,7 @@ def write_table(path: str, rows: Sequence[Mapping[str, str]], append: bool) -> N
     if not append:
         w.writeheader()
         w.writerows(rows)
-        cachelib._atomic_write(os.path.abspath(path), buf.getvalue().encode())
+        cachelib.atomic_write(os.path.abspath(path), buf.getvalue().encode())
         return
     with open(path, "a+", encoding="utf-8") as f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)

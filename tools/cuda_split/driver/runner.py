@@ -10,29 +10,29 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from cuda_split import archlist
 from cuda_split import cache as cachelib
-from cuda_split import jobserver as jobserverlib
-from cuda_split import plan as planlib
-from cuda_split import slots as slotslib
+from cuda_split.core import archlist
+from cuda_split.core import plan as planlib
+from cuda_split.driver import jobserver as jobserverlib
+from cuda_split.driver import slots as slotslib
 from cuda_split.driver import time_traces
 from cuda_split.driver.common import PROG, Node, append_json_line, replay, run_tool, say
 from cuda_split.driver.executor import held_slot, load_limit, run_dag, sizes
 from cuda_split.driver.host_remote import host_compile_spec
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import (
-    _COMPILER_ENV,
-    _CWD_DEP,
-    _MANIFEST_FORMAT,
+    COMPILER_ENV_VARS,
+    CWD_DEP,
+    MANIFEST_FORMAT,
     TEXTS,
     Texts,
-    _depends_note,
-    _line_marker,
-    _manifest_variants,
-    _preprocess_key,
-    _quoted,
+    depends_note,
     header_digest,
+    line_marker,
+    manifest_variants,
     preprocess_depends_on_cwd,
+    preprocess_key,
+    quoted,
     texts_entry,
 )
 from cuda_split.driver.reports import trace_record
@@ -40,7 +40,7 @@ from cuda_split.driver.step_spec import RELOCATED_ROLE_PREFIXES, plan_step_spec
 from cuda_split.hermetic import HermeticStep
 
 if TYPE_CHECKING:
-    from cuda_split import remote as remotelib
+    from cuda_split.remote import actions as remotelib
 
 
 # Step kinds cached by a key of their argv and input files' digests (plan files alone).
@@ -125,7 +125,7 @@ class Runner:
 
     def _connect(self) -> remotelib.Remote | None:
         try:
-            from cuda_split import remote as remotelib
+            from cuda_split.remote import actions as remotelib
         except ImportError as e:
             say(
                 f"warning: --remote needs grpcio and protobuf (pip install 'cuda-split[remote]'): "
@@ -186,14 +186,14 @@ class Runner:
         ends with `# 1 "<its path>"`), the path in the step's root instead."""
         if role.startswith(RELOCATED_ROLE_PREFIXES):
             local, rel = node.outputs[role], self.spec(node).outputs[role]
-            data = _line_marker(local).sub(lambda m: m.group(1) + _quoted(rel), data)
+            data = line_marker(local).sub(lambda m: m.group(1) + quoted(rel), data)
         return data
 
     def localize(self, node: Node, role: str, data: bytes) -> bytes:
         """The inverse of `portable`."""
         if role.startswith(RELOCATED_ROLE_PREFIXES):
             local, rel = node.outputs[role], self.spec(node).outputs[role]
-            data = _line_marker(rel).sub(lambda m: m.group(1) + _quoted(local), data)
+            data = line_marker(rel).sub(lambda m: m.group(1) + quoted(local), data)
         return data
 
     # -- keys -----------------------------------------------------------------------
@@ -234,7 +234,7 @@ class Runner:
         return header_digest(path, self.cache, self._digests)
 
     def _dep_matches(self, path: str, digest: str) -> bool:
-        if path == _CWD_DEP:
+        if path == CWD_DEP:
             return digest == os.getcwd()
         found = self._file_digest(path)
         return found is not None and found[0] == digest
@@ -401,7 +401,7 @@ class Runner:
 
     def _outcome(self, node: Node, spec: HermeticStep) -> remotelib.Outcome:
         """A locally run step's result, as the remote keeps it."""
-        from cuda_split.remote import Outcome
+        from cuda_split.remote.actions import Outcome
 
         outputs = {}
         for role, path in node.outputs.items():
@@ -418,10 +418,10 @@ class Runner:
         parts = self.key_parts(node)
         parts["argv"] = archlist.any_arch_list(self.spec(node).arguments)
         parts["compiler"] = self._compiler_proper(node.cmd.argv[0])
-        parts["compiler_env"] = {k: os.environ[k] for k in _COMPILER_ENV if k in os.environ}
+        parts["compiler_env"] = {k: os.environ[k] for k in COMPILER_ENV_VARS if k in os.environ}
         if preprocess_depends_on_cwd(node.cmd.argv):
             parts["cwd"] = os.getcwd()
-        manifest_key = cachelib.key_of({**parts, "manifest": _MANIFEST_FORMAT})
+        manifest_key = cachelib.key_of({**parts, "manifest": MANIFEST_FORMAT})
         values = archlist.arch_lists(node.cmd.argv)
         ident = f"{self.source}\0{node.step.kind}\0{node.step.arch}"
         manifest, why = self.cache.lookup(manifest_key)
@@ -433,14 +433,14 @@ class Runner:
                 last = self.cache.last_parts(ident)
                 node.explain = "miss: " + cachelib.explain_difference(last, parts)
         else:
-            for n, (deps, users) in enumerate(_manifest_variants(manifest)):
+            for n, (deps, users) in enumerate(manifest_variants(manifest)):
                 changed = [p for p, d in deps if not self._dep_matches(p, d)]
                 if changed:
                     if n == 0:  # say what changed since the latest variant
                         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
                         node.explain = "miss: changed: " + ", ".join(changed[:3]) + more
                     continue
-                node.key = _preprocess_key(manifest_key, deps, users, values)
+                node.key = preprocess_key(manifest_key, deps, users, values)
                 entry, why = self.cache.lookup(node.key)
                 if entry is not None and self._restore(node, entry):
                     node.cache = node.explain = "hit"
@@ -449,7 +449,7 @@ class Runner:
                 if not matched:
                     matched = True
                     node.explain = (
-                        f"miss: {_depends_note(users)}; nothing cached for "
+                        f"miss: {depends_note(users)}; nothing cached for "
                         + " ".join(f"-D{archlist.MACRO}={v}" for v in values)
                         if users
                         else f"miss: the output's entry is {why}"
@@ -477,17 +477,17 @@ class Runner:
         if any(not os.path.isabs(name) for name, _ in deps):
             # Found through the working directory (`-include x.h` looks there first):
             # this header set holds only there.
-            deps.append((_CWD_DEP, os.getcwd()))
+            deps.append((CWD_DEP, os.getcwd()))
         if users and not matched:
-            node.explain += f"; {_depends_note(users)}: its value is part of the key"
-        node.key = _preprocess_key(manifest_key, deps, users, values)
+            node.explain += f"; {depends_note(users)}: its value is part of the key"
+        node.key = preprocess_key(manifest_key, deps, users, values)
         texts = {TEXTS: texts_entry(self.texts, node), "@stdout": node.stdout}
         texts["@stderr"] = node.stderr
         n = self.cache.store(node.key, texts, {"kind": node.step.kind, "arch": node.step.arch})
         # The newest variant first; a few older ones, so that switching a header back
         # and forth (a branch change) hits.
         current, _ = self.cache.lookup(manifest_key)
-        older = _manifest_variants(current) if current is not None else []
+        older = manifest_variants(current) if current is not None else []
         kept = [(deps, users), *[v for v in older if v[0] != deps]][:MANIFEST_VARIANTS]
         listing = json.dumps([{"deps": d, "arch_list_users": u} for d, u in kept]).encode()
         n += self.cache.store(manifest_key, {"@manifest": listing}, {"kind": "manifest"})

@@ -7,11 +7,11 @@ import os
 import re
 from collections.abc import Mapping
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 from cuda_split.driver.common import Node
-from cuda_split.driver.dag import _role_file_name
+from cuda_split.driver.dag import role_file_name
 from cuda_split.driver.line_info import records_sources, sources_json
-from cuda_split.driver.preprocess import _records_names
+from cuda_split.driver.preprocess import records_names
 from cuda_split.hermetic import HermeticStep
 
 # cicc flags with which its PTX names source files relative to its working directory.
@@ -48,10 +48,10 @@ def plan_step_spec(
     argv = node.cmd.argv
     # Base names where the output records them (ptxas -g writes its command line into
     # the cubin), else names from the roles alone.
-    names = _records_names(node)
+    names = records_names(node)
 
     def name(role: str, path: str) -> str:
-        return os.path.basename(path) if names else _role_file_name(role)
+        return os.path.basename(path) if names else role_file_name(role)
 
     mapping: dict[str, str] = {}
     inputs, outputs = {}, {}

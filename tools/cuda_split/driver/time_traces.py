@@ -1,5 +1,5 @@
 """nvcc-split's `--fdevice-time-trace=FILE`: each cicc and ptxas step also writes its own
-trace (the flags nvcc gives them, cuda_split.time_trace), kept in the step's cache entry
+trace (the flags nvcc gives them, cuda_split.core.time_trace), kept in the step's cache entry
 like its other outputs, so a cache hit still has the trace of the run that made it; at
 the end one file, as nvcc writes it, merges them on the steps' timeline."""
 
@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from cuda_split import time_trace
+from cuda_split.core import time_trace
 from cuda_split.driver.common import Node
 
 ROLE = "time_trace:"

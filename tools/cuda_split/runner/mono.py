@@ -1,4 +1,4 @@
-"""compile_mode=mono in the step runner (step.py): nvcc's whole compile plan in one
+"""compile_mode=mono in the step runner (main.py): nvcc's whole compile plan in one
 action (`--kind mono`), its intermediate files in `--mono-dir`, the device files copied
 into the output groups' directories (`--mono-group`)."""
 
@@ -9,8 +9,8 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from cuda_split import plan as planlib
-from cuda_split.steps_exec import CHECK_ROLE_PREFIX, execute
+from cuda_split.core import plan as planlib
+from cuda_split.runner.execute import CHECK_ROLE_PREFIX, execute
 
 
 def run_mono(plan: planlib.Plan, args: argparse.Namespace, files: dict[str, str]) -> int:

@@ -7,7 +7,7 @@ Python's tokenizer (Starlark's lexical grammar is Python's), so names in comment
 strings do not count, and a name counts as defined when the file loads, assigns, defines
 or takes it as a parameter.
 
-Run as a script to list what remains: `python3 tests/bazel9_symbols.py`.
+Run as a script to list what remains: `python3 tests/support/bazel9_symbols.py`.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def scan_repo(repo: pathlib.Path) -> list[Violation]:
 
 
 def main(argv: list[str]) -> int:
-    repo = pathlib.Path(argv[0]) if argv else pathlib.Path(__file__).resolve().parent.parent
+    repo = pathlib.Path(argv[0]) if argv else pathlib.Path(__file__).resolve().parents[2]
     found = scan_repo(repo)
     for v in found:
         print(v)

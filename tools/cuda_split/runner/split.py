@@ -1,4 +1,4 @@
-"""The split compile steps of the step runner (step.py): one step of nvcc's compile
+"""The split compile steps of the step runner (main.py): one step of nvcc's compile
 plan (`--kind KIND[:ARCH]`), with the device preprocess's `__CUDA_ARCH_LIST__` report and
 the stamp of a ptxas check nvcc's plan does not run."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from cuda_split import archlist, time_trace
-from cuda_split import plan as planlib
-from cuda_split.steps_exec import CHECK_ROLE_PREFIX, execute
+from cuda_split.core import archlist, time_trace
+from cuda_split.core import plan as planlib
+from cuda_split.runner.execute import CHECK_ROLE_PREFIX, execute
 
 
 def write_arch_list_report(

@@ -1,10 +1,10 @@
 """The command of one step of nvcc's plan, for files where the build system put them.
 
-`StepCommand` takes a step of nvcc's `--dryrun` plan (`cuda_split.plan`) and rewrites
+`StepCommand` takes a step of nvcc's `--dryrun` plan (`cuda_split.core.plan`) and rewrites
 its command: every file nvcc would keep in its keep directory becomes the path declared
 for that file's role, SDK paths become relative to the `nvcc` the build system names, and
 the tool is resolved on the plan's own PATH. Both front ends use it: the Bazel actions'
-step runner (`cuda_split.step`) and the `nvcc-split` driver. Standard library only: it is
+step runner (`cuda_split.runner.main`) and the `nvcc-split` driver. Standard library only: it is
 part of `//tools:step_runner`.
 """
 
@@ -14,7 +14,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from cuda_split import plan as planlib
+from cuda_split.core import plan as planlib
 
 
 class StepCommand:

@@ -1,8 +1,9 @@
 """Run one step of nvcc's plan, with the files where the build system declared them.
 
-Run by every split Bazel action (no py_binary: `python3` on the action's PATH):
+Run by every split action, through the entry point that checks the interpreter's version
+(no py_binary: the toolchain's `python`, `python3` on the action's PATH by default):
 
-    python3 -B -S -E tools/cuda_split/step.py @params
+    python3 -B -S -E tools/cuda_split/runner/launch.py @params
 
 It needs the standard library only.
 
@@ -12,10 +13,10 @@ external/local_cuda/bin/nvcc --src a/x.cu --file ptx:compute_90=bazel-out/.../x.
 for exactly those flags, takes the step named by `--kind`/`--arch`, puts every file at its
 declared path, makes SDK paths relative, and runs the command.
 
-This file parses the command line and dispatches by `--kind`; the steps are in
-steps_compile.py (the split compile steps), steps_mono.py (compile_mode=mono) and
-steps_link.py (nvlink, register, fatbinary -link, the link stub), each running nvcc's
-command through steps_exec.py (one planned step, its determinism edits and output checks).
+This file parses the command line and dispatches by `--kind`; the steps are in split.py
+(the split compile steps), mono.py (compile_mode=mono) and link.py (nvlink, register,
+fatbinary -link, the link stub), each running nvcc's command through execute.py (one
+planned step, its determinism edits and output checks).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import tempfile
 from collections.abc import Sequence
 
 if not __package__:
-    # Run as a script, as the Bazel actions do (`python3 -B -S -E tools/cuda_split/step.py`,
-    # no py_binary stub): import `cuda_split` from the directory above this file.
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Run as a script (`python3 -B -S -E tools/cuda_split/runner/main.py`, no py_binary
+    # stub): import `cuda_split` from the directory two above this file.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cuda_split import plan as planlib  # noqa: E402
-from cuda_split import steps_compile, steps_link, steps_mono  # noqa: E402
+from cuda_split.core import plan as planlib  # noqa: E402
+from cuda_split.runner import link, mono, split  # noqa: E402
 
 # The kinds of a device link and of a mono compile (plan.py).
 LINK_KINDS = planlib.LINK_KINDS
@@ -43,7 +44,7 @@ KINDS = (*planlib.STEP_KINDS, MONO, *LINK_KINDS, REGISTER)
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="cuda_split.step",
+        prog="cuda_split.runner.main",
         description="Run one step of nvcc's --dryrun plan with declared inputs/outputs.",
         fromfile_prefix_chars="@",
     )
@@ -147,7 +148,7 @@ def _parse_files(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         role, sep, path = pair.partition("=")
         if not sep or not role or not path:
-            raise SystemExit(f"cuda_split.step: --file wants ROLE=PATH, got '{pair}'")
+            raise SystemExit(f"cuda_split.runner.main: --file wants ROLE=PATH, got '{pair}'")
         files[role] = path
     return files
 
@@ -156,10 +157,10 @@ def run(args: argparse.Namespace) -> int:
     """Runs the steps `args` name: a device-link step, the compile plan's steps, or mono."""
     files = _parse_files(args.file)
     if args.kind == REGISTER:
-        steps_link.write_registration(files["reg.c"], args.module_id_file, args.prelinked_file)
+        link.write_registration(files["reg.c"], args.module_id_file, args.prelinked_file)
         return 0
     if args.kind in LINK_KINDS:
-        return steps_link.run_link(args, files)
+        return link.run_link(args, files)
     if not args.src:
         raise planlib.PlanError(f"--kind {args.kind} needs --src")
     plan = planlib.get_plan(
@@ -167,11 +168,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.kind != MONO:
         for kind, arch in args.steps:
-            rc = steps_compile.run_compile_step(plan, kind, arch, args, files)
+            rc = split.run_compile_step(plan, kind, arch, args, files)
             if rc:
                 return rc
         return 0
-    return steps_mono.run_mono(plan, args, files)
+    return mono.run_mono(plan, args, files)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

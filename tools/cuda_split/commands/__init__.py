@@ -16,12 +16,12 @@ from collections.abc import Sequence
 
 # Subcommand -> (module, whether its main() takes the subcommand's name as argv[0]).
 COMMANDS = {
-    "explain": ("cuda_split.explain", True),
-    "save-params": ("cuda_split.explain", True),
-    "arch-list": ("cuda_split.explain", True),
-    "simulate": ("cuda_split.simulate", False),
-    "audit": ("cuda_split.audit", False),
-    "profile": ("cuda_split.profile", False),
+    "explain": ("cuda_split.commands.explain", True),
+    "save-params": ("cuda_split.commands.explain", True),
+    "arch-list": ("cuda_split.commands.explain", True),
+    "simulate": ("cuda_split.commands.simulate", False),
+    "audit": ("cuda_split.commands.audit", False),
+    "profile": ("cuda_split.commands.profile", False),
 }
 
 

@@ -28,8 +28,9 @@ from typing import Any
 import grpc
 
 from cuda_split import cache as cachelib
-from cuda_split import reapi, reapi_schema
 from cuda_split.hermetic import HermeticStep
+from cuda_split.remote import reapi
+from cuda_split.remote import schema as reapi_schema
 
 # After a failure of the server (unreachable, an error), how long the compilations that
 # share the local cache go without it.
@@ -137,7 +138,7 @@ class Remote:
             if self._note:
                 with contextlib.suppress(OSError):
                     note = {"url": self.url, "time": time.time(), "error": text}
-                    cachelib._atomic_write(self._note, json.dumps(note).encode())
+                    cachelib.atomic_write(self._note, json.dumps(note).encode())
         return f"remote unavailable ({text})"
 
     # -- the action ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The step runner's entry point: checks the interpreter's version, then runs step.py.
+"""The step runner's entry point: checks the interpreter's version, then runs main.py.
 
-Every step action runs `<python> -B -S -E tools/cuda_split/launch.py @params`, the
+Every step action runs `<python> -B -S -E tools/cuda_split/runner/launch.py @params`, the
 interpreter being the toolchain's `python` field. An interpreter older than the runner
 needs fails here with one line, exit code 2, instead of a traceback from a module that
 uses newer syntax. So this file keeps to syntax every Python parses (2.7 and 3.x): no
@@ -42,11 +42,11 @@ def main():
     if message:
         sys.stderr.write(message + "\n")
         return 2
-    # Run as a script: import `cuda_split` from the directory above this file.
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    from cuda_split import step
+    # Run as a script: import `cuda_split` from the directory two above this file.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from cuda_split.runner import main as runner_main
 
-    return step.main()
+    return runner_main.main()
 
 
 if __name__ == "__main__":

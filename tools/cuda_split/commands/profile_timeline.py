@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cuda_split.trace_files import ProfileError, Step, read_json
+from cuda_split.commands.trace_files import ProfileError, Step, read_json
 
 # The rules' progress messages of the traced actions (plan.bzl's ACTIONS).
 _BAZEL_PROGRESS = re.compile(

@@ -1,5 +1,5 @@
 """Run one step of nvcc's plan with its files at the declared paths, as every kind of
-the step runner (step.py) does: the command (command.py's StepCommand), the runner's
+the step runner (main.py) does: the command (core/command.py's StepCommand), the runner's
 determinism edits (host compiler flags, cicc's $PWD, cudafe++'s module id, ptxas in an
 empty directory), and the check that every declared output was written."""
 
@@ -15,9 +15,9 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
-from cuda_split import plan as planlib
-from cuda_split import time_trace
-from cuda_split.command import StepCommand
+from cuda_split.core import plan as planlib
+from cuda_split.core import time_trace
+from cuda_split.core.command import StepCommand
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.

@@ -8,7 +8,7 @@ What `nvcc-split --remote` needs of a REAPI server (BuildGrid, Buildbarn, bazel-
 - ByteStream: Read, Write (blobs over the batch limit);
 - Execution: Execute (a stream of google.longrunning.Operation), WaitExecution.
 
-The messages come from cuda_split.reapi_schema (descriptors written there, no protoc).
+The messages come from cuda_split.remote.schema (descriptors written there, no protoc).
 
 Errors of the server or the connection come out as `grpc.RpcError` (or `RemoteError`
 for answers that break the protocol); the caller decides what a failure means.
@@ -24,7 +24,7 @@ from typing import Any
 
 import grpc
 
-from cuda_split.reapi_schema import (
+from cuda_split.remote.schema import (
     EXECUTE_RESPONSE_TYPE,
     RE_V2,
     ActionResult,

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import refuse_in_quick_tier
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def bazel(

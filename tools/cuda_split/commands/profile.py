@@ -28,7 +28,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cuda_split.trace_files import (
+from cuda_split.commands.trace_files import (
     FUNCTION_EVENTS,
     HEADER_EVENT,
     INSTANTIATION_EVENTS,
@@ -260,12 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ProfileError(f"--arch {args.arch}: no step of it; the traces have {known}")
         result = analyze(steps, args.top, args.arch)
         if args.merged:
-            from cuda_split import profile_timeline
+            from cuda_split.commands import profile_timeline
 
             timeline = profile_timeline.read_timeline(args.timeline) if args.timeline else []
             profile_timeline.write_merged(args.merged, steps, timeline)
         if args.chart:
-            from cuda_split import profile_chart
+            from cuda_split.commands import profile_chart
 
             profile_chart.write_chart(args.chart, result)
     except ProfileError as e:

@@ -1,4 +1,4 @@
-"""The device-link steps of the step runner (step.py): nvlink per arch, the
+"""The device-link steps of the step runner (main.py): nvlink per arch, the
 registration file (`register`), and nvcc -dlink's other steps (fatbinary -link, the
 link stub's compile), each one step of nvcc's own -dlink plan."""
 
@@ -10,8 +10,8 @@ import re
 import tempfile
 from collections.abc import Sequence
 
-from cuda_split import plan as planlib
-from cuda_split.steps_exec import execute
+from cuda_split.core import plan as planlib
+from cuda_split.runner.execute import execute
 
 # nvlink's library modules (libcudadevrt's, where a device-side launch pulls it in): the
 # nvlink step writes them to its file of this role prefix + real arch, for the register
@@ -67,7 +67,7 @@ def run_link(args: argparse.Namespace, files: dict[str, str]) -> int:
         files[f"input:{i}"] = path
     prelinked = files.get(PRELINKED_ROLE_PREFIX + args.arch) if kind == planlib.NVLINK else None
     if prelinked:
-        # nvlink's own registration file, in this process's private TMPDIR (step.py's main()).
+        # nvlink's own registration file, in this process's private TMPDIR (main.py's main()).
         reg_dir = tempfile.mkdtemp(prefix="nvlink_", dir=os.environ.get("TMPDIR"))
         files["reg.c"] = os.path.join(reg_dir, "nvlink.reg.c")
     rc = execute(plan, step, files, args)

@@ -4,7 +4,7 @@ There is no Python copy of plan.bzl: tests that need its arch parsing or the ste
 predicts for a source outside Bazel (the fidelity harness, the comparison with nvcc's own
 `--dryrun` in tests/test_plan_model.py) run plan.bzl in the Starlark interpreter that
 scripts/setup.sh builds and read its answer as JSON. File names come from Python's
-`cuda_split.plan.file_name`, which tests/test_plan_model.py checks against plan.bzl's.
+`cuda_split.core.plan.file_name`, which tests/test_plan_model.py checks against plan.bzl's.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pathlib
 import tempfile
 from collections.abc import Sequence
 
-from cuda_split import plan as planlib
-from starlark_util import run_starlark
+from cuda_split.core import plan as planlib
+from support.starlark_util import run_starlark
 
 PLAN_BZL = "//rules_cuda_split/private:plan.bzl"
 

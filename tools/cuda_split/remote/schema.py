@@ -1,7 +1,7 @@
 """The REAPI messages nvcc-split's client uses, built from descriptors written here.
 
 No protoc, no generated modules: `_SCHEMA` lists, per message, the fields the client
-(cuda_split.reapi) uses, with their numbers and types exactly as in
+(cuda_split.remote.reapi) uses, with their numbers and types exactly as in
 build/bazel/remote/execution/v2/remote_execution.proto, google/longrunning/operations.proto,
 google/rpc/status.proto and google/bytestream/bytestream.proto. Fields it does not use
 are left out; a server's messages parse all the same (unknown fields are kept).

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 STARLARK = REPO / ".offline" / "bin" / "starlark"
 
 

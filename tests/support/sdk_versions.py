@@ -27,9 +27,9 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
-import cuda_version_table as cvt  # noqa: E402
+import cuda_version_table as cvt
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_WHEEL_CACHE", REPO / ".cache" / "cuda-wheels"))
 SDKS = REPO / ".cache" / "sdk-versions"

@@ -47,9 +47,13 @@ import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from cuda_split import plan as planlib
-from cuda_split.archlist_report import ARCH_LIST_NAMESPACE, arch_list_uses, format_arch_list
-from cuda_split.execlog import Spawn, cuda_spawns, read_log, save_params
+from cuda_split.commands.archlist_report import (
+    ARCH_LIST_NAMESPACE,
+    arch_list_uses,
+    format_arch_list,
+)
+from cuda_split.commands.execlog import Spawn, cuda_spawns, read_log, save_params
+from cuda_split.core import plan as planlib
 
 PROG = "cuda-split"
 

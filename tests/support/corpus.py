@@ -6,7 +6,7 @@ llama-cpp-python on PyPI, so `pip download` fetches it with no other network acc
 unpacks ggml alone, and returns the ggml directory; `ggml_cuda_sources()` lists the .cu
 files ggml's CMake builds and `ggml_cuda_flags()` the nvcc flags it builds them with.
 
-Usage from a shell: `python3 tests/corpus.py` prints the ggml directory.
+Usage from a shell: `python3 tests/support/corpus.py` prints the ggml directory.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import tarfile
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_CORPUS_CACHE", REPO / ".cache" / "corpus"))
 
 PACKAGE = "llama-cpp-python"

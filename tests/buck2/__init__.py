@@ -1,0 +1,1 @@
+"""The Buck2 rules' tests' helpers: the recorder of the actions they register."""
