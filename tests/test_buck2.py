@@ -46,6 +46,9 @@ import recorder  # noqa: E402
 from recorder import Target  # noqa: E402
 
 BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
+# The pure model the Buck2 rules share with the Bazel rules: every file loads in Buck2's
+# dialect, and the Buck2 rules load nothing else of rules_cuda_split/.
+MODEL_FILES = sorted((REPO / "rules_cuda_split" / "private" / "model").glob("*.bzl"))
 HOST_COMPILER = "/usr/bin/gcc"
 CHECK = "//examples/common:cuda_check"
 
@@ -258,7 +261,7 @@ def _run_in_buck2_dialect(script: pathlib.Path) -> subprocess.CompletedProcess[s
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
-@pytest.mark.parametrize("path", BZL_FILES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", BZL_FILES + MODEL_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.Path) -> None:
     """Parses and runs the file (and what it loads) with Buck2's globals only."""
     label = f"//{path.parent.relative_to(REPO)}:{path.name}"
@@ -266,6 +269,16 @@ def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.P
     script.write_text(f'load("{label}", "{_public_name(path)}")\n')
     proc = _run_in_buck2_dialect(script)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_buck2_rules_load_only_the_model_of_rules_cuda_split() -> None:
+    loaded = {
+        ref
+        for path in BZL_FILES
+        for ref in re.findall(r'^load\(\s*"(//rules_cuda_split[^"]*)"', path.read_text(), re.M)
+    }
+    assert "//rules_cuda_split/private/model:plan.bzl" in loaded
+    assert all(ref.startswith("//rules_cuda_split/private/model:") for ref in loaded), loaded
 
 
 def test_a_bazel_builtin_fails_in_buck2_dialect(tmp_path: pathlib.Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import textwrap
 
 import pytest
@@ -210,8 +211,10 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
 
 # The SDK repository's pure helpers (the repository rule itself needs Bazel).
 
-_SDK_BZL = "//rules_cuda_split/private:sdk_repository.bzl"
-_SDK_TEMPLATE = (REPO / "rules_cuda_split" / "private" / "sdk.BUILD.tpl").read_text()
+_SDK_BZL = "//rules_cuda_split/private/repositories:sdk_repository.bzl"
+_SDK_TEMPLATE = (
+    REPO / "rules_cuda_split" / "private" / "repositories" / "sdk.BUILD.tpl"
+).read_text()
 
 NVCC_VERSION = """\
 nvcc: NVIDIA (R) Cuda compiler driver
@@ -342,7 +345,9 @@ def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
         probes={"/usr/local": "no_profile", "/usr/local/cuda": "sdk"},
     )
     assert (found["path"], found["source"], found["bad"]) == ("/usr/local/cuda", "default path", "")
-    sdk_bzl = (REPO / "rules_cuda_split" / "private" / "sdk_repository.bzl").read_text()
+    sdk_bzl = (
+        REPO / "rules_cuda_split" / "private" / "repositories" / "sdk_repository.bzl"
+    ).read_text()
     assert "print(" not in sdk_bzl
 
 
@@ -521,3 +526,49 @@ def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Pa
     assert targets["nvtx"]["kwargs"]["srcs"] == []
     assert targets["nvtx"]["kwargs"]["deps"] == [":cuda_headers"]
     assert targets["cublas"]["kwargs"]["deps"] == [":cuda_headers"]
+
+
+# The packages whose .bzl files are each a bzl_library: the public ones and private/'s layers.
+_BZL_PACKAGES = [
+    "cuda",
+    "rules_cuda_split",
+    *sorted(
+        str(p.relative_to(REPO))
+        for p in (REPO / "rules_cuda_split" / "private").iterdir()
+        if p.is_dir()
+    ),
+]
+
+
+def _bzl_libraries(package: str) -> dict[str, tuple[list[str], list[str]]]:
+    """The bzl_library targets of a package's BUILD.bazel: name -> (srcs, deps)."""
+    text = (REPO / package / "BUILD.bazel").read_text()
+    out = {}
+    for body in re.findall(r"^bzl_library\((.*?)^\)", text, re.M | re.S):
+        name = re.search(r'name = "([^"]+)"', body).group(1)
+        lists = {
+            k: re.findall(r'"([^"]+)"', v)
+            for k, v in re.findall(r"(srcs|deps) = \[(.*?)\]", body, re.S)
+        }
+        out[name] = (lists.get("srcs", []), lists.get("deps", []))
+    return out
+
+
+def test_every_bzl_file_is_a_bzl_library_with_what_it_loads() -> None:
+    """Each .bzl of the rules is the bzl_library `<stem>_bzl` of its package, whose deps are
+    the bzl_library of every file of this repository it loads (stardoc needs them all)."""
+    assert "rules_cuda_split/private/model" in _BZL_PACKAGES
+    for package in _BZL_PACKAGES:
+        libraries = _bzl_libraries(package)
+        files = sorted(p.name for p in (REPO / package).glob("*.bzl"))
+        assert sorted(libraries) == sorted(f[: -len(".bzl")] + "_bzl" for f in files), package
+        for f in files:
+            loaded = set()
+            text = (REPO / package / f).read_text()
+            for ref in re.findall(r'^load\(\s*"(?:@rules_cuda_split)?((?://|:)[^"]+)"', text, re.M):
+                pkg, _, name = (package + ref if ref.startswith(":") else ref[2:]).partition(":")
+                dep = f":{name[:-4]}_bzl" if pkg == package else f"//{pkg}:{name[:-4]}_bzl"
+                if (pkg, name) != (package, f):
+                    loaded.add(dep)
+            srcs, deps = libraries[f[:-4] + "_bzl"]
+            assert srcs == [f] and set(deps) == loaded, f"{package}/{f}: {deps} != {loaded}"

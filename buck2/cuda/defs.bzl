@@ -2,7 +2,7 @@
 
 load("@rules_cuda_split//buck2/cuda:defs.bzl", "cuda_library", "cuda_binary", ...)
 in a BUCK file; docs/buck2.md sets a project up. The rules share the Bazel rules' plan
-model (rules_cuda_split/private/plan.bzl), the step runner's command line (runner.bzl)
+model (rules_cuda_split/private/model/plan.bzl), the step runner's command line (runner.bzl)
 and flag checks (flags.bzl): one definition of each.
 """
 

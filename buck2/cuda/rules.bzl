@@ -1,22 +1,22 @@
 """The Buck2 CUDA rules: `cuda_toolchain`, `cuda_step_runner`, `cuda_library`,
 `cuda_device_link` and `cuda_binary`, over the Bazel rules' plan model
-(`rules_cuda_split/private/plan.bzl`), command lines (`runner.bzl`) and flag checks
+(`rules_cuda_split/private/model/plan.bzl`), command lines (`runner.bzl`) and flag checks
 (`flags.bzl`). Written against Buck2's documented rule API; see docs/buck2.md for what
 was and was not run on a real Buck2.
 """
 
 load("//buck2/cuda:actions.bzl", "compile_source", "device_link")
 load("//buck2/cuda:providers.bzl", "CudaLibraryInfo", "CudaToolchainInfo")
-load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags", "without_host_options")
+load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "without_host_options")
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACCEPTED_FORMS",
     "codes_of",
     "files_by_arch",
     "parse_arch_spec",
     "unsupported_archs",
 )
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
 
 # Sources compiled as CUDA (C++ ones with `-x cu`, as the Bazel rules do).
 _CUDA_EXTENSIONS = [".cu"]

@@ -6,10 +6,9 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
-load("//rules_cuda_split/private:common.bzl", "time_trace_enabled")
-load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mode")
+load("//rules_cuda_split/private/model:flags.bzl", "options_not_in_version", "tile_mode")
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
     "CICC",
     "MONO",
@@ -25,7 +24,8 @@ load(
     "tile_arch_error",
     "time_trace_name",
 )
-load("//rules_cuda_split/private:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/rules:common.bzl", "time_trace_enabled")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.

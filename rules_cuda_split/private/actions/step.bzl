@@ -6,8 +6,8 @@ plan.bzl (`ACTIONS`); the emitters (compile.bzl, device_link.bzl) read them from
 and call `run_step` once per action.
 """
 
-load("//rules_cuda_split/private:common.bzl", "TOOLCHAIN_TYPE")
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
+load("//rules_cuda_split/private/rules:common.bzl", "TOOLCHAIN_TYPE")
 
 # The interpreter is the toolchain's `python` field (default `python3`, from the action's
 # PATH: with --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which

@@ -243,7 +243,7 @@ def _quote_list(items, indent):
     return "[\n" + "".join(["%s    \"%s\",\n" % (pad, item) for item in items]) + pad + "]"
 
 # The SDK repository's BUILD file, with `%{name}` placeholders (sdk_build_file).
-SDK_BUILD_TEMPLATE = Label("//rules_cuda_split/private:sdk.BUILD.tpl")
+SDK_BUILD_TEMPLATE = Label("//rules_cuda_split/private/repositories:sdk.BUILD.tpl")
 
 def sdk_build_file(template, sdk):
     """The BUILD file of the SDK repository: `template` (sdk.BUILD.tpl) filled in.

@@ -2,9 +2,14 @@
 arch resolution. The actions themselves are emitted by actions/ (actions/step.bzl runs
 the step runner)."""
 
-load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
 load(
-    ":settings.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
+    "ACCEPTED_FORMS",
+    "parse_arch_spec",
+    "unsupported_archs",
+)
+load(
+    "//rules_cuda_split/private/rules:settings.bzl",
     "CudaArchsSettingInfo",
     "CudaCompilerInfo",
     "CudaCoptsSettingInfo",

@@ -10,7 +10,7 @@ generates one per SDK; tests can make one from dummy files.
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
 load("//rules_cuda_split:providers.bzl", "CudaToolchainInfo", "CudaToolkitInfo")
-load(":runner.bzl", "RUNNER_PYTHON")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_PYTHON")
 
 def _cuda_toolchain_impl(ctx):
     kit = ctx.attr.toolkit[CudaToolkitInfo]

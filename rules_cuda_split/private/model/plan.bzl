@@ -13,7 +13,7 @@ choose between `fail()` and a test assertion.
 """
 
 load(
-    ":vocabulary.bzl",
+    "//rules_cuda_split/private/model:vocabulary.bzl",
     _ACTIONS = "ACTIONS",
     _CICC = "CICC",
     _CUDAFE = "CUDAFE",
