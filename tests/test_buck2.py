@@ -281,6 +281,35 @@ def test_buck2_rules_load_only_the_model_of_rules_cuda_split() -> None:
     assert all(ref.startswith("//rules_cuda_split/private/model:") for ref in loaded), loaded
 
 
+def test_cuda_sdk_files_has_every_tool_the_actions_name(tmp_path: pathlib.Path) -> None:
+    """cuda_toolchain's sdk_files from the tools table: a glob per tool under the SDK's
+    directory, for every tool plan.bzl's ACTIONS name (what the Bazel SDK repository's
+    file groups hold)."""
+    script = tmp_path / "sdk_files.star"
+    script.write_text(
+        'load("//buck2/cuda:defs.bzl", "cuda_sdk_files")\n'
+        'load("//rules_cuda_split/private/model:plan.bzl", "ACTIONS")\n'
+        "def fake_glob(include, exclude = []):\n"
+        '    return include + ["-" + e for e in exclude]\n'
+        'files = cuda_sdk_files(fake_glob, "sdk")\n'
+        "named = sorted({n: 1 for a in ACTIONS.values() for n in a.sdk_files}.keys())\n"
+        'print(json.encode({"files": files, "named": named}))\n'
+    )
+    proc = _run_in_buck2_dialect(script)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    files = out["files"]
+    assert set(out["named"]) <= set(files) and "tileiras" in files
+    assert files["nvcc"] == ["sdk/bin/nvcc", "sdk/bin/nvcc.profile"]
+    assert files["host_headers"] == ["sdk/include/**", "-sdk/include/cccl/**"]
+    assert files["nvlink"] == ["sdk/bin/nvlink", "sdk/lib64/libcudadevrt.a", "sdk/nvvm/lib64/**"]
+    assert files["link_stub"] == [
+        "sdk/bin/crt/link.stub",
+        "sdk/include/crt/host_defines.h",
+        "sdk/include/fatbinary_section.h",
+    ]
+
+
 def test_a_bazel_builtin_fails_in_buck2_dialect(tmp_path: pathlib.Path) -> None:
     """The dialect check can fail: `depset` (Bazel's) is not predeclared."""
     script = tmp_path / "bad.star"

@@ -63,7 +63,7 @@ def render(items):
 
 def sdk_inputs(toolchain, names):
     """The toolchain's files an ACTIONS entry of plan.bzl names in `sdk_files` (the
-    Bazel toolchain's tool fields: `nvcc` for nvcc and nvcc.profile, `cicc`, ...)."""
+    tools table's names, model/tools.bzl: `nvcc` for nvcc and nvcc.profile, `cicc`, ...)."""
     files = []
     for name in names:
         files += toolchain.sdk_files.get(name, [])

@@ -16,6 +16,7 @@ load(
     _cuda_binary = "cuda_binary",
     _cuda_device_link = "cuda_device_link",
     _cuda_library = "cuda_library",
+    _cuda_sdk_files = "cuda_sdk_files",
     _cuda_step_runner = "cuda_step_runner",
     _cuda_toolchain = "cuda_toolchain",
 )
@@ -25,5 +26,6 @@ CudaToolchainInfo = _CudaToolchainInfo
 cuda_binary = _cuda_binary
 cuda_device_link = _cuda_device_link
 cuda_library = _cuda_library
+cuda_sdk_files = _cuda_sdk_files
 cuda_step_runner = _cuda_step_runner
 cuda_toolchain = _cuda_toolchain

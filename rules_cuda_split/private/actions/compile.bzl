@@ -83,7 +83,7 @@ def _base_args(
     return step_args(ctx, step_arguments(
         kinds,
         arch,
-        toolchain.nvcc,
+        toolchain.toolkit.nvcc,
         cc_toolchain.compiler_executable,
         src = src,
         files = files,
@@ -250,7 +250,11 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
 def _check_flags(ctx, groups, nvcc_flags, toolchain):
     # At analysis: an option this SDK's nvcc lacks (--enable-tile with 13.0), and tile
     # code for archs nvcc's tile plan cannot build.
-    err = options_not_in_version(nvcc_flags, toolchain.version, "the nvcc flags of %s" % ctx.label)
+    err = options_not_in_version(
+        nvcc_flags,
+        toolchain.toolkit.version,
+        "the nvcc flags of %s" % ctx.label,
+    )
     if not err and tile_mode(nvcc_flags):
         err = tile_arch_error(groups)
         err = "%s: %s" % (ctx.label, err) if err else ""

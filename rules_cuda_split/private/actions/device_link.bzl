@@ -96,7 +96,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
         args = step_args(ctx, step_arguments(
             [step.kind],
             step.arch,
-            toolchain.nvcc,
+            toolchain.toolkit.nvcc,
             cc_toolchain.compiler_executable,
             lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in step.lists],
             files = [(r, declared[r]) for r in link_file_roles(step)],

@@ -82,7 +82,7 @@ def _cuda_device_link_impl(ctx):
                 actions = ctx.actions,
                 feature_configuration = feature_configuration,
                 cc_toolchain = cc_toolchain,
-                static_library = toolchain.cudadevrt,
+                static_library = toolchain.toolkit.cudadevrt,
             )]),
         ),
     ]))

@@ -129,7 +129,7 @@ def _not_sdk(dirs, sdk_root):
 
 def _include_flags(compilation_context, toolchain):
     """-I/-isystem flags of the merged compilation context, the SDK's own left out."""
-    sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
+    sdk_root = toolchain.toolkit.nvcc.dirname.rpartition("/")[0]
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
     flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root)]
@@ -258,7 +258,7 @@ def _device_runtime(ctx, feature_configuration, cc_toolchain, toolchain):
                 actions = ctx.actions,
                 feature_configuration = feature_configuration,
                 cc_toolchain = cc_toolchain,
-                static_library = toolchain.cudadevrt,
+                static_library = toolchain.toolkit.cudadevrt,
             )]),
         ),
     ]))
