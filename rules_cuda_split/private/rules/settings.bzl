@@ -36,60 +36,11 @@ PER_ARCH_CCCL_DEFINES = [
     "THRUST_IGNORE_ABI_NAMESPACE_ERROR",
 ]
 
-def _archs_flag_impl(ctx):
-    return [CudaArchsSettingInfo(spec = ctx.build_setting_value)]
-
-archs_flag = rule(
-    implementation = _archs_flag_impl,
-    build_setting = config.string(flag = True),
-    doc = "The default arch spec of every `cuda_library` (rules_cuda syntax: " +
-          "`sm_80,sm_90`, `compute_80:sm_80,sm_86`, `compute_90:compute_90,sm_90`, " +
-          "groups separated by `;`). Checked against the SDK at analysis time.",
-)
-
-def _copts_flag_impl(ctx):
-    return [CudaCoptsSettingInfo(copts = ctx.build_setting_value)]
-
-copts_flag = rule(
-    implementation = _copts_flag_impl,
-    build_setting = config.string_list(flag = True),
-    doc = "nvcc flags for every `cuda_library` of the build, before the target's own " +
-          "`copts` (as rules_cuda's `--@rules_cuda//cuda:copts`), comma-separated: " +
-          "`--@rules_cuda_split//cuda:copts=-lineinfo,--use_fast_math`. The same " +
-          "flags are refused here as in `copts`.",
-)
-
 def _accepted_value(ctx, accepted):
     value = ctx.build_setting_value
     if value not in accepted:
         fail("--%s=%s: accepted values are %s" % (ctx.label, value, ", ".join(accepted)))
     return value
-
-def _compile_mode_flag_impl(ctx):
-    return [CudaCompileModeInfo(mode = _accepted_value(ctx, COMPILE_MODES))]
-
-compile_mode_flag = rule(
-    implementation = _compile_mode_flag_impl,
-    build_setting = config.string(flag = True),
-    doc = "`split` (default): each source is compiled as one action per nvcc step and " +
-          "arch. `mono`: one action per source running nvcc's whole plan, as rules_cuda " +
-          "does; for fallback and for comparison.",
-)
-
-def _device_arch_list_flag_impl(ctx):
-    return [CudaDeviceArchListInfo(mode = _accepted_value(ctx, DEVICE_ARCH_LIST_MODES))]
-
-device_arch_list_flag = rule(
-    implementation = _device_arch_list_flag_impl,
-    build_setting = config.string(flag = True),
-    doc = "What `__CUDA_ARCH_LIST__` device code sees. `build` (default, nvcc's " +
-          "behaviour): every arch of the target; the per-arch steps of sources that " +
-          "use it (CUB, Thrust) then differ between arch sets. `per_arch` (opt-in, split " +
-          "mode only): each arch's device code sees only its own arch, and CCCL's " +
-          "arch-list namespaces are turned off (" + ", ".join(PER_ARCH_CCCL_DEFINES) +
-          "), so CUB/Thrust cubins are shared across arch sets too. Every CUDA target " +
-          "of the build must use the same value (docs/remote.md).",
-)
 
 CudaVersionSettingInfo = provider(
     doc = "The value of the `version` build setting.",
@@ -119,33 +70,9 @@ CudaHostCoptsSettingInfo = provider(
     fields = {"copts": "list[string]: host compiler flags for every CUDA target of the build."},
 )
 
-def _host_copts_flag_impl(ctx):
-    return [CudaHostCoptsSettingInfo(copts = ctx.build_setting_value)]
-
-host_copts_flag = rule(
-    implementation = _host_copts_flag_impl,
-    build_setting = config.string_list(flag = True),
-    doc = "Host compiler flags for every `cuda_library` of the build, before the " +
-          "target's own `host_copts` (as rules_cuda's `--@rules_cuda//cuda:host_copts`), " +
-          "comma-separated: `--@rules_cuda_split//cuda:host_copts=-Wall,-Wextra`. Each " +
-          "reaches nvcc as `-Xcompiler=FLAG`.",
-)
-
 CudaEnableInfo = provider(
     doc = "The value of the `enable` build setting.",
     fields = {"enabled": "bool: whether CUDA targets may be built."},
-)
-
-def _enable_flag_impl(ctx):
-    return [CudaEnableInfo(enabled = ctx.build_setting_value)]
-
-enable_flag = rule(
-    implementation = _enable_flag_impl,
-    build_setting = config.bool(flag = True),
-    doc = "`False` turns the CUDA rules off, as rules_cuda's `--@rules_cuda//cuda:enable`: " +
-          "`:is_enabled` stops matching, targets with `target_compatible_with = " +
-          "requires_cuda()` (cuda/defs.bzl) are skipped by `//...`, and any other CUDA " +
-          "target fails at analysis time, naming the flag.",
 )
 
 CudaCompilerInfo = provider(
@@ -174,14 +101,97 @@ CudaTimeTraceInfo = provider(
     fields = {"enabled": "bool: whether cicc and ptxas actions also write their traces."},
 )
 
-def _time_trace_flag_impl(ctx):
-    return [CudaTimeTraceInfo(enabled = ctx.build_setting_value)]
+# The flags that carry their value (one of `accepted`, where given) to their provider's
+# one field: one implementation, `_flag_impl`, for all of them.
+_FLAGS = {
+    "archs": struct(info = CudaArchsSettingInfo, field = "spec", accepted = None),
+    "copts": struct(info = CudaCoptsSettingInfo, field = "copts", accepted = None),
+    "host_copts": struct(info = CudaHostCoptsSettingInfo, field = "copts", accepted = None),
+    "compile_mode": struct(info = CudaCompileModeInfo, field = "mode", accepted = COMPILE_MODES),
+    "device_arch_list": struct(
+        info = CudaDeviceArchListInfo,
+        field = "mode",
+        accepted = DEVICE_ARCH_LIST_MODES,
+    ),
+    "enable": struct(info = CudaEnableInfo, field = "enabled", accepted = None),
+    "time_trace": struct(info = CudaTimeTraceInfo, field = "enabled", accepted = None),
+}
 
-time_trace_flag = rule(
-    implementation = _time_trace_flag_impl,
-    build_setting = config.bool(flag = True),
-    doc = "Whether every cicc and ptxas action (split mode) also writes its compile-time " +
-          "trace (`nvcc --fdevice-time-trace`'s Chrome trace JSON, per step and arch) as a " +
-          "declared output, in the output group `cuda_time_trace`; read them with " +
-          "`cuda-split profile` (docs/profile.md). Every other output is the same either way.",
+def _flag_impl(ctx):
+    flag = _FLAGS[ctx.attr._flag]
+    value = ctx.build_setting_value
+    if flag.accepted:
+        value = _accepted_value(ctx, flag.accepted)
+    return [flag.info(**{flag.field: value})]
+
+def _flag_rule(name, build_setting, doc):
+    return rule(
+        implementation = _flag_impl,
+        build_setting = build_setting,
+        doc = doc,
+        attrs = {"_flag": attr.string(default = name)},
+    )
+
+archs_flag = _flag_rule(
+    "archs",
+    config.string(flag = True),
+    "The default arch spec of every `cuda_library` (rules_cuda syntax: " +
+    "`sm_80,sm_90`, `compute_80:sm_80,sm_86`, `compute_90:compute_90,sm_90`, " +
+    "groups separated by `;`). Checked against the SDK at analysis time.",
+)
+
+copts_flag = _flag_rule(
+    "copts",
+    config.string_list(flag = True),
+    "nvcc flags for every `cuda_library` of the build, before the target's own " +
+    "`copts` (as rules_cuda's `--@rules_cuda//cuda:copts`), comma-separated: " +
+    "`--@rules_cuda_split//cuda:copts=-lineinfo,--use_fast_math`. The same " +
+    "flags are refused here as in `copts`.",
+)
+
+compile_mode_flag = _flag_rule(
+    "compile_mode",
+    config.string(flag = True),
+    "`split` (default): each source is compiled as one action per nvcc step and " +
+    "arch. `mono`: one action per source running nvcc's whole plan, as rules_cuda " +
+    "does; for fallback and for comparison.",
+)
+
+device_arch_list_flag = _flag_rule(
+    "device_arch_list",
+    config.string(flag = True),
+    "What `__CUDA_ARCH_LIST__` device code sees. `build` (default, nvcc's " +
+    "behaviour): every arch of the target; the per-arch steps of sources that " +
+    "use it (CUB, Thrust) then differ between arch sets. `per_arch` (opt-in, split " +
+    "mode only): each arch's device code sees only its own arch, and CCCL's " +
+    "arch-list namespaces are turned off (" + ", ".join(PER_ARCH_CCCL_DEFINES) +
+    "), so CUB/Thrust cubins are shared across arch sets too. Every CUDA target " +
+    "of the build must use the same value (docs/remote.md).",
+)
+
+host_copts_flag = _flag_rule(
+    "host_copts",
+    config.string_list(flag = True),
+    "Host compiler flags for every `cuda_library` of the build, before the " +
+    "target's own `host_copts` (as rules_cuda's `--@rules_cuda//cuda:host_copts`), " +
+    "comma-separated: `--@rules_cuda_split//cuda:host_copts=-Wall,-Wextra`. Each " +
+    "reaches nvcc as `-Xcompiler=FLAG`.",
+)
+
+enable_flag = _flag_rule(
+    "enable",
+    config.bool(flag = True),
+    "`False` turns the CUDA rules off, as rules_cuda's `--@rules_cuda//cuda:enable`: " +
+    "`:is_enabled` stops matching, targets with `target_compatible_with = " +
+    "requires_cuda()` (cuda/defs.bzl) are skipped by `//...`, and any other CUDA " +
+    "target fails at analysis time, naming the flag.",
+)
+
+time_trace_flag = _flag_rule(
+    "time_trace",
+    config.bool(flag = True),
+    "Whether every cicc and ptxas action (split mode) also writes its compile-time " +
+    "trace (`nvcc --fdevice-time-trace`'s Chrome trace JSON, per step and arch) as a " +
+    "declared output, in the output group `cuda_time_trace`; read them with " +
+    "`cuda-split profile` (docs/profile.md). Every other output is the same either way.",
 )
