@@ -7,7 +7,7 @@ The split's own API stays in `//rules_cuda_split:*.bzl`.
 """
 
 load(
-    "//rules_cuda_split/private:rules_cuda_dialect.bzl",
+    "//rules_cuda_split/private/rules:rules_cuda_dialect.bzl",
     _cuda_binary = "cuda_binary",
     _cuda_library = "cuda_library",
     _cuda_objects = "cuda_objects",

@@ -38,13 +38,6 @@ target.
 """
 
 load(
-    "//rules_cuda_split/private:common.bzl",
-    _STEP_RULE_ATTRS = "STEP_RULE_ATTRS",
-    _STEP_RULE_TOOLCHAINS = "STEP_RULE_TOOLCHAINS",
-    _TOOLCHAIN_TYPE = "TOOLCHAIN_TYPE",
-    _resolve_archs = "resolve_archs",
-)
-load(
     "//rules_cuda_split/private/actions:audit.bzl",
     _emit_audit = "emit_audit",
     _emit_audit_test_script = "emit_audit_test_script",
@@ -55,6 +48,13 @@ load(
     _emit_compile_split = "emit_compile_split",
 )
 load("//rules_cuda_split/private/actions:device_link.bzl", _emit_device_link = "emit_device_link")
+load(
+    "//rules_cuda_split/private/rules:common.bzl",
+    _STEP_RULE_ATTRS = "STEP_RULE_ATTRS",
+    _STEP_RULE_TOOLCHAINS = "STEP_RULE_TOOLCHAINS",
+    _TOOLCHAIN_TYPE = "TOOLCHAIN_TYPE",
+    _resolve_archs = "resolve_archs",
+)
 
 emit_compile_split = _emit_compile_split
 emit_compile_mono = _emit_compile_mono

@@ -1,7 +1,7 @@
 """Public API: `cuda_device_link`, and the aspect it applies."""
 
 load(
-    "//rules_cuda_split/private:device_link.bzl",
+    "//rules_cuda_split/private/rules:cuda_device_link.bzl",
     _cuda_device_link = "cuda_device_link",
     _cuda_rdc_aspect = "cuda_rdc_aspect",
 )

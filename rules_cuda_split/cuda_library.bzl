@@ -1,5 +1,5 @@
 """Public API: `cuda_library`."""
 
-load("//rules_cuda_split/private:cuda_library.bzl", _cuda_library = "cuda_library")
+load("//rules_cuda_split/private/rules:cuda_library.bzl", _cuda_library = "cuda_library")
 
 cuda_library = _cuda_library

@@ -12,22 +12,22 @@ or an SDK installed on the machine: `cuda.sdk(name = "cuda")` (`path = "/opt/cud
 to name it) and `register_toolchains("@cuda//:toolchain")`.
 
 Each `cuda.wheel_sdk` tag makes one hub and its versions' repositories (`cuda_wheel_sdks`).
-Each `cuda.sdk` tag makes one `cuda_sdk_repository` (see `private/sdk_repository.bzl`
+Each `cuda.sdk` tag makes one `cuda_sdk_repository` (see `private/repositories/sdk_repository.bzl`
 for where it looks). When several modules tag the same name, the root module's tag
 wins, then the first in dependency order.
 """
 
 load(
-    "//rules_cuda_split/private:cuda_versions.bzl",
+    "//rules_cuda_split/private/repositories:cuda_versions.bzl",
     "CUDA_VERSIONS",
     "DEFAULT_VERSION",
 )
 load(
-    "//rules_cuda_split/private:sdk_repository.bzl",
+    "//rules_cuda_split/private/repositories:sdk_repository.bzl",
     "DEFAULT_SDK_PATHS",
     "cuda_sdk_repository",
 )
-load("//rules_cuda_split/private:wheel_sdk.bzl", "cuda_wheel_sdks")
+load("//rules_cuda_split/private/repositories:wheel_sdk.bzl", "cuda_wheel_sdks")
 
 _sdk_tag = tag_class(
     doc = "A CUDA SDK on this machine, as the repository `name`.",

@@ -11,7 +11,7 @@ nothing else of its target) to a worker with a GPU: any, or one arch.
 """
 
 load(
-    "//rules_cuda_split/private:gpu.bzl",
+    "//rules_cuda_split/private/rules:gpu.bzl",
     _DEFAULT_GPU_PROPERTIES = "DEFAULT_GPU_PROPERTIES",
     _gpu_exec_properties = "gpu_exec_properties",
 )

@@ -7,57 +7,33 @@ own rules and aspects.
 CudaToolkitInfo = provider(
     doc = "What a CUDA SDK is, as `cuda_toolkit` captures it from the SDK repository: " +
           "its path, version and archs, and each tool as its own file group. " +
-          "`cuda_toolchain` reads it; actions read the toolchain.",
+          "`cuda_toolchain` holds it; actions read it there (`toolchain.toolkit`).",
     fields = {
         "path": "string: the SDK's directory as its repository found it (informational: " +
                 "actions use the files' execroot paths).",
         "version": "string: the SDK's version as `nvcc --version` prints it, e.g. `13.0.88`.",
         "real_archs": "list[string]: real archs this SDK's nvcc accepts, e.g. `sm_90a`.",
         "virtual_archs": "list[string]: virtual archs this SDK accepts, e.g. `compute_90`.",
-        "nvcc": "File: `bin/nvcc`.",
-        "nvcc_files": "depset[File]: nvcc and `bin/nvcc.profile`, what nvcc's `--dryrun` " +
-                      "reads (every step action runs it).",
-        "cudafe": "depset[File]: `bin/cudafe++`.",
-        "cicc": "depset[File]: `nvvm/bin/cicc` and libdevice.",
-        "ptxas": "depset[File]: `bin/ptxas`.",
-        "tileiras": "depset[File]: `bin/tileiras` (nvcc's tile compiler; none in older " +
-                    "SDKs) and what it runs: `bin/ptxas`, libnvvm.",
-        "fatbinary": "depset[File]: `bin/fatbinary`.",
-        "nvlink": "depset[File]: `bin/nvlink`, `libcudadevrt.a` (`-lcudadevrt`) and " +
-                  "libnvvm (`-dlto`), in every layout nvcc's `-L` and `-nvvmpath` name.",
-        "link_stub": "depset[File]: `bin/crt/link.stub` and the SDK headers it includes.",
-        "headers": "depset[File]: the include directory, crt and cccl included.",
-        "host_headers": "depset[File]: the headers outside `cccl/` (what the host " +
-                        "compile of cudafe++'s output reads).",
+        "nvcc": "File: `bin/nvcc`; every step runner asks it for its `--dryrun` plan.",
+        "tools": "dict[string, depset[File]]: each tool's files (what an action running " +
+                 "it reads), by the names of the tools table, " +
+                 "`rules_cuda_split/private/model/tools.bzl`, e.g. `nvcc` (nvcc and " +
+                 "`bin/nvcc.profile`, what every dryrun reads), `cicc` (with libdevice), " +
+                 "`nvlink` (with libcudadevrt and libnvvm). plan.bzl's ACTIONS name, per " +
+                 "action, the ones it reads.",
         "cudadevrt": "File: the static `libcudadevrt.a`.",
     },
 )
 
 CudaToolchainInfo = provider(
-    doc = "The CUDA toolchain the actions read (`cuda_toolchain`): one field per tool, " +
-          "each the files an action running that tool declares besides `nvcc_files`, " +
-          "and the interpreter of the step runner.",
+    doc = "The CUDA toolchain the actions read (`cuda_toolchain`): the SDK " +
+          "(`CudaToolkitInfo`), the CUDA runtime and the interpreter of the step runner.",
     fields = {
-        "toolkit": "CudaToolkitInfo: the SDK these fields come from.",
+        "toolkit": "CudaToolkitInfo: the SDK: its version, archs, `nvcc` and each " +
+                   "tool's files (`tools`).",
         "python": "string: the interpreter every step action runs the step runner with " +
                   "(a path, or a name looked up on the exec platform's PATH).",
-        "nvcc": "File: `bin/nvcc`; every step runner asks it for its `--dryrun` plan.",
-        "nvcc_files": "depset[File]: nvcc and `nvcc.profile`: inputs of every step action " +
-                      "that asks nvcc for its plan.",
-        "cudafe": "depset[File]: cudafe++ (the source's preprocess action).",
-        "cicc": "depset[File]: cicc and libdevice.",
-        "ptxas": "depset[File]: ptxas.",
-        "tileiras": "depset[File]: tileiras (--enable-tile; empty where the SDK has none).",
-        "fatbinary": "depset[File]: fatbinary (host compile, the device link's fatbinary).",
-        "nvlink": "depset[File]: nvlink, libcudadevrt and libnvvm (`-dlto`).",
-        "link_stub": "depset[File]: `crt/link.stub` and the headers it includes.",
-        "headers": "depset[File]: all SDK headers (the preprocessing steps).",
-        "host_headers": "depset[File]: the SDK headers outside `cccl/` (the host compile).",
-        "cudadevrt": "File: the static `libcudadevrt.a`.",
         "cudart": "CcInfo: the CUDA runtime (static) that CUDA binaries link.",
-        "version": "string: the SDK's version as `nvcc --version` prints it, e.g. `13.0.88`.",
-        "real_archs": "list[string]: real archs this SDK's nvcc accepts, e.g. `sm_90a`.",
-        "virtual_archs": "list[string]: virtual archs this SDK accepts, e.g. `compute_90`.",
     },
 )
 

@@ -17,14 +17,17 @@ An SDK installed on the machine instead of the wheels:
 
 load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
 load("@bazel_tools//tools/build_defs/repo:utils.bzl", "maybe")
-load("//rules_cuda_split/private:cuda_versions.bzl", _DEFAULT_VERSION = "DEFAULT_VERSION")
 load(
-    "//rules_cuda_split/private:sdk_repository.bzl",
+    "//rules_cuda_split/private/repositories:cuda_versions.bzl",
+    _DEFAULT_VERSION = "DEFAULT_VERSION",
+)
+load(
+    "//rules_cuda_split/private/repositories:sdk_repository.bzl",
     _DEFAULT_SDK_PATHS = "DEFAULT_SDK_PATHS",
     _cuda_sdk_repository = "cuda_sdk_repository",
 )
 load(
-    "//rules_cuda_split/private:wheel_sdk.bzl",
+    "//rules_cuda_split/private/repositories:wheel_sdk.bzl",
     _cuda_wheel_sdk_repository = "cuda_wheel_sdk_repository",
     _cuda_wheel_sdks = "cuda_wheel_sdks",
 )
@@ -94,7 +97,7 @@ def rules_cuda_split_wheel_toolchains(
     Args:
       name: the hub repository's name; the versions are `<name>_13_0`, ...
       versions: list of CUDA versions of the table (`CUDA_VERSIONS` of
-        `private/cuda_versions.bzl`); default: the table's `DEFAULT_VERSION`.
+        `private/repositories/cuda_versions.bzl`); default: the table's `DEFAULT_VERSION`.
       default_version: the version built when the flag is unset; default: the first.
       **kwargs: further arguments of `cuda_wheel_sdks` (`components`, `base_url`,
         `local_fallback`, `table`).

@@ -1,4 +1,4 @@
-"""Write rules_cuda_split/private/cuda_versions.bzl, the table of NVIDIA's CUDA wheels.
+"""Write rules_cuda_split/private/repositories/cuda_versions.bzl, the table of NVIDIA's CUDA wheels.
 
 For each CUDA version in RELEASES and each component of COMPONENTS (the default set:
 nvcc, nvvm, crt, cudart, cccl, the profiler API and NVTX; then the opt-in libraries), the
@@ -50,7 +50,7 @@ import urllib.request
 import zipfile
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-TABLE = REPO / "rules_cuda_split" / "private" / "cuda_versions.bzl"
+TABLE = REPO / "rules_cuda_split" / "private" / "repositories" / "cuda_versions.bzl"
 WHEELS_TXT = REPO / "scripts" / "cuda-wheels.txt"
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 FILES_HOST = "https://files.pythonhosted.org/packages/"
@@ -414,7 +414,8 @@ def setup_wheels(table: dict, version: str = DEFAULT_VERSION) -> str:
             "# by scripts/cuda_version_table.py), for building with this version offline:",
             f"# `pip download --no-deps -r scripts/{wheels_txt(version).name} -d DIR`, then",
             "# Bazel's --distdir=DIR (docs/sdk.md, Offline). It holds the default set and cuBLAS;",
-            "# other opt-in components' pins are in rules_cuda_split/private/cuda_versions.bzl.",
+            "# other opt-in components' pins are in",
+            "# rules_cuda_split/private/repositories/cuda_versions.bzl.",
         ]
     wanted = [c for c in [*DEFAULT_COMPONENTS, *SETUP_COMPONENTS] if c in components]
     for name in _with_requires(components, wanted):

@@ -110,7 +110,7 @@ find_sdk_root() {
 }
 
 # The pinned wheels, as files: the same files (names and SHA-256) as the default version's
-# entries of rules_cuda_split/private/cuda_versions.bzl. scripts/cuda-wheels.txt is
+# entries of rules_cuda_split/private/repositories/cuda_versions.bzl. scripts/cuda-wheels.txt is
 # generated from that table by scripts/cuda_version_table.py (tests/test_sdk_version.py
 # checks that it is current), so reading it here needs no network.
 download_cuda_wheels() {

@@ -363,7 +363,7 @@ def test_cuda_audit_test_rule(tmp_path_factory, cuobjdump):
 
 
 # ---------------------------------------------------------------------------------------
-# --check-gpu: the check behind `cuda_test(gpu = "sm_XY")` (rules_cuda_split/private/gpu.bzl)
+# --check-gpu: the check behind `cuda_test(gpu = "sm_XY")` (rules_cuda_split/private/rules/gpu.bzl)
 
 # An sm_80 cubin whose kernels cannot be read (LZ4): counted, as a real one.
 SM80_CUBIN = _entry(2, 80, b"compressed", 0x2011)

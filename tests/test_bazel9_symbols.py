@@ -27,9 +27,9 @@ def test_no_file_uses_a_symbol_bazel_9_removed() -> None:
 def test_every_bzl_and_build_file_is_read() -> None:
     names = {str(p.relative_to(REPO)) for p in repo_files(REPO)}
     assert {
-        "rules_cuda_split/private/cuda_library.bzl",
-        "rules_cuda_split/private/device_link.bzl",
-        "rules_cuda_split/private/rdc.bzl",
+        "rules_cuda_split/private/rules/cuda_library.bzl",
+        "rules_cuda_split/private/rules/cuda_device_link.bzl",
+        "rules_cuda_split/private/rules/rdc.bzl",
         "examples/saxpy/BUILD.bazel",
         "tests/analysis/BUILD.bazel",
         "tools/BUILD.bazel",
@@ -131,11 +131,13 @@ def test_loads_of_rules_cc_in_build_files_count() -> None:
 
 def test_generated_sdk_build_file_loads_what_it_uses(tmp_path: pathlib.Path) -> None:
     """The BUILD file cuda_sdk_repository writes (its cc_library targets)."""
-    template = (REPO / "rules_cuda_split" / "private" / "sdk.BUILD.tpl").read_text()
+    template = (
+        REPO / "rules_cuda_split" / "private" / "repositories" / "sdk.BUILD.tpl"
+    ).read_text()
     (text,) = eval_json(
         tmp_path,
         f"""\
-load("//rules_cuda_split/private:sdk_repository.bzl", "sdk_build_file")
+load("//rules_cuda_split/private/repositories:sdk_repository.bzl", "sdk_build_file")
 TEMPLATE = {json.dumps(template)}
 print(json.encode([sdk_build_file(TEMPLATE, struct(
     path = "/sdk", source = "$CUDA_PATH", version = "13.0.88", include_dir = "include",

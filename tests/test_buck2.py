@@ -43,6 +43,9 @@ from buck2.recorder import Target
 from support.bazel_util import REPO, bazel
 
 BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
+# The pure model the Buck2 rules share with the Bazel rules: every file loads in Buck2's
+# dialect, and the Buck2 rules load nothing else of rules_cuda_split/.
+MODEL_FILES = sorted((REPO / "rules_cuda_split" / "private" / "model").glob("*.bzl"))
 HOST_COMPILER = "/usr/bin/gcc"
 CHECK = "//examples/common:cuda_check"
 
@@ -255,7 +258,7 @@ def _run_in_buck2_dialect(script: pathlib.Path) -> subprocess.CompletedProcess[s
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
-@pytest.mark.parametrize("path", BZL_FILES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", BZL_FILES + MODEL_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.Path) -> None:
     """Parses and runs the file (and what it loads) with Buck2's globals only."""
     label = f"//{path.parent.relative_to(REPO)}:{path.name}"
@@ -263,6 +266,45 @@ def test_bzl_file_loads_in_buck2_dialect(tmp_path: pathlib.Path, path: pathlib.P
     script.write_text(f'load("{label}", "{_public_name(path)}")\n')
     proc = _run_in_buck2_dialect(script)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_buck2_rules_load_only_the_model_of_rules_cuda_split() -> None:
+    loaded = {
+        ref
+        for path in BZL_FILES
+        for ref in re.findall(r'^load\(\s*"(//rules_cuda_split[^"]*)"', path.read_text(), re.M)
+    }
+    assert "//rules_cuda_split/private/model:plan.bzl" in loaded
+    assert all(ref.startswith("//rules_cuda_split/private/model:") for ref in loaded), loaded
+
+
+def test_cuda_sdk_files_has_every_tool_the_actions_name(tmp_path: pathlib.Path) -> None:
+    """cuda_toolchain's sdk_files from the tools table: a glob per tool under the SDK's
+    directory, for every tool plan.bzl's ACTIONS name (what the Bazel SDK repository's
+    file groups hold)."""
+    script = tmp_path / "sdk_files.star"
+    script.write_text(
+        'load("//buck2/cuda:defs.bzl", "cuda_sdk_files")\n'
+        'load("//rules_cuda_split/private/model:plan.bzl", "ACTIONS")\n'
+        "def fake_glob(include, exclude = []):\n"
+        '    return include + ["-" + e for e in exclude]\n'
+        'files = cuda_sdk_files(fake_glob, "sdk")\n'
+        "named = sorted({n: 1 for a in ACTIONS.values() for n in a.sdk_files}.keys())\n"
+        'print(json.encode({"files": files, "named": named}))\n'
+    )
+    proc = _run_in_buck2_dialect(script)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    files = out["files"]
+    assert set(out["named"]) <= set(files) and "tileiras" in files
+    assert files["nvcc"] == ["sdk/bin/nvcc", "sdk/bin/nvcc.profile"]
+    assert files["host_headers"] == ["sdk/include/**", "-sdk/include/cccl/**"]
+    assert files["nvlink"] == ["sdk/bin/nvlink", "sdk/lib64/libcudadevrt.a", "sdk/nvvm/lib64/**"]
+    assert files["link_stub"] == [
+        "sdk/bin/crt/link.stub",
+        "sdk/include/crt/host_defines.h",
+        "sdk/include/fatbinary_section.h",
+    ]
 
 
 def test_a_bazel_builtin_fails_in_buck2_dialect(tmp_path: pathlib.Path) -> None:

@@ -65,8 +65,8 @@ def test_no_formatter_opt_outs() -> None:
 # Starlark files exempt from the line width: tables scripts/cuda_version_table.py and
 # scripts/nvcc_option_table.py generate.
 WIDE_FILES = {
-    "rules_cuda_split/private/cuda_versions.bzl",
-    "rules_cuda_split/private/nvcc_options.bzl",
+    "rules_cuda_split/private/repositories/cuda_versions.bzl",
+    "rules_cuda_split/private/model/nvcc_options.bzl",
 }
 STARLARK_PATTERNS = ["*.bzl", "*.bazel", "BUILD", "*/BUILD", "BUCK", "*/BUCK", "WORKSPACE*"]
 
@@ -80,7 +80,7 @@ def test_starlark_lines_fit_in_100_columns() -> None:
         text=True,
         check=True,
     ).stdout.split()
-    assert "rules_cuda_split/private/plan.bzl" in tracked and "tools/BUCK" in tracked
+    assert "rules_cuda_split/private/model/plan.bzl" in tracked and "tools/BUCK" in tracked
     wide = [
         f"{name}:{n}: {len(line)} columns"
         for name in tracked

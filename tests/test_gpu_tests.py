@@ -1,4 +1,4 @@
-"""GPU requests of tests (tests/gpu, rules_cuda_split/private/gpu.bzl), without a GPU:
+"""GPU requests of tests (tests/gpu, rules_cuda_split/private/rules/gpu.bzl), without a GPU:
 
 - `gpu_exec_properties`: the properties a request becomes, and its errors (Starlark);
 - where they land: `bazel test` of tests/gpu's cuda_tests and a plain cc_test, with an
@@ -40,7 +40,7 @@ NOT_SPAWNS = {
 def test_gpu_exec_properties(tmp_path: pathlib.Path) -> None:
     got = eval_json(
         tmp_path,
-        'load("//rules_cuda_split/private:gpu_request.bzl", "gpu_exec_properties")\n'
+        'load("//rules_cuda_split/private/model:gpu_request.bzl", "gpu_exec_properties")\n'
         "print(json.encode([\n"
         '    gpu_exec_properties("sm_90"),\n'
         '    gpu_exec_properties("any"),\n'
@@ -60,7 +60,7 @@ def test_gpu_exec_properties(tmp_path: pathlib.Path) -> None:
 def test_gpu_exec_properties_refuses_bad_requests(tmp_path: pathlib.Path, bad: str) -> None:
     script = tmp_path / "t.star"
     script.write_text(
-        'load("//rules_cuda_split/private:gpu_request.bzl", "gpu_exec_properties")\n'
+        'load("//rules_cuda_split/private/model:gpu_request.bzl", "gpu_exec_properties")\n'
         f"gpu_exec_properties({bad!r})\n"
     )
     proc = run_starlark(script)

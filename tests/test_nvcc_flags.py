@@ -1,4 +1,4 @@
-"""The user nvcc flags the rules refuse or drop (rules_cuda_split/private/flags.bzl), run
+"""The user nvcc flags the rules refuse or drop (rules_cuda_split/private/model/flags.bzl), run
 by a Starlark interpreter: every refused option in each spelling nvcc accepts."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pytest
 
 from support.starlark_util import eval_json
 
-PRELUDE = 'load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags", "REFUSED_FLAGS")\n'
+PRELUDE = (
+    'load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "REFUSED_FLAGS")\n'
+)
 
 # (short, long) names of the options issue 11 names, and the older reserved ones. Both
 # spellings with one and two dashes; a value, where the option takes one, with `=` and as

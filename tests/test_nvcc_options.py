@@ -1,5 +1,5 @@
 """The table of nvcc's options (scripts/nvcc_option_table.py writes
-tools/cuda_split/nvcc_options.json and rules_cuda_split/private/nvcc_options.bzl) and its
+tools/cuda_split/nvcc_options.json and rules_cuda_split/private/model/nvcc_options.bzl) and its
 three readers: the Bazel rules' flags.bzl, the same file as the Buck2 rules load it (Buck2's
 dialect, the recorder's stand-in API predeclared), and the driver's invocation.py.
 
@@ -30,7 +30,7 @@ from cuda_split.driver import invocation
 from support.starlark_util import STARLARK
 
 REGENERATE = "python3 scripts/nvcc_option_table.py --nvcc {version}={nvcc}"
-FLAGS_BZL = "//rules_cuda_split/private:flags.bzl"
+FLAGS_BZL = "//rules_cuda_split/private/model:flags.bzl"
 
 # ---------------------------------------------------------------------------------------
 # (a) the table
@@ -86,7 +86,7 @@ def test_every_option_of_every_version_is_classified() -> None:
 
 
 def test_both_files_say_the_same() -> None:
-    body = 'load("//rules_cuda_split/private:nvcc_options.bzl", "NVCC_OPTIONS", '
+    body = 'load("//rules_cuda_split/private/model:nvcc_options.bzl", "NVCC_OPTIONS", '
     body += '"NVCC_OPTION_REASONS")\n'
     body += "print(json.encode({'options': NVCC_OPTIONS, 'reasons': NVCC_OPTION_REASONS}))\n"
     star = json.loads(_run_starlark(body, buck2=False))

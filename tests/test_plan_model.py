@@ -1,6 +1,6 @@
 """One model of nvcc's plan per language, and they agree.
 
-Starlark's is `rules_cuda_split/private/plan.bzl` (the steps the rules declare before
+Starlark's is `rules_cuda_split/private/model/plan.bzl` (the steps the rules declare before
 anything runs); Python's is `tools/cuda_split/core/plan.py` (the steps read from nvcc's own
 `--dryrun`, which both front ends run). Here: the step kinds, the device link's kinds,
 the file names of roles and the action mnemonics are the same in both; and for arch specs

@@ -1,5 +1,5 @@
 """The plan's vocabulary has one definition, tools/plan_vocabulary.json, generated into
-rules_cuda_split/private/vocabulary.bzl and tools/cuda_split/core/vocabulary.py
+rules_cuda_split/private/model/vocabulary.bzl and tools/cuda_split/core/vocabulary.py
 (scripts/plan_vocabulary.py); both languages read the same names and values."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) 
     for rel in [
         "scripts/plan_vocabulary.py",
         "tools/plan_vocabulary.json",
-        "rules_cuda_split/private/vocabulary.bzl",
+        "rules_cuda_split/private/model/vocabulary.bzl",
         "tools/cuda_split/core/vocabulary.py",
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,10 @@ def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) 
     data.write_text(data.read_text().replace('"CudaCicc"', '"CudaCiccRenamed"'))
     proc = _check(tmp_path)
     assert proc.returncode == 1
-    for rel in ["rules_cuda_split/private/vocabulary.bzl", "tools/cuda_split/core/vocabulary.py"]:
+    for rel in [
+        "rules_cuda_split/private/model/vocabulary.bzl",
+        "tools/cuda_split/core/vocabulary.py",
+    ]:
         assert (
             f"{rel} is stale (tools/plan_vocabulary.json changed, or it was edited by hand): "
             "regenerate it with `python3 scripts/plan_vocabulary.py`"
@@ -58,7 +61,7 @@ def test_both_languages_read_the_same_vocabulary(tmp_path: pathlib.Path) -> None
     data = json.loads((REPO / "tools" / "plan_vocabulary.json").read_text())
     got = eval_json(
         tmp_path,
-        'load("//rules_cuda_split/private:plan.bzl", "ACTIONS", "FIXED_NAMES", "LINK_INPUT",'
+        'load("//rules_cuda_split/private/model:plan.bzl", "ACTIONS", "FIXED_NAMES", "LINK_INPUT",'
         ' "LINK_KINDS", "MNEMONICS", "PER_ARCH_KINDS", "PER_ARCH_NAMES", "STEP_KINDS")\n'
         "print(json.encode({\n"
         "    'kinds': STEP_KINDS, 'per_arch': PER_ARCH_KINDS, 'link': LINK_KINDS,\n"

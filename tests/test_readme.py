@@ -312,7 +312,9 @@ def module_snippet_problems(tmp_path: pathlib.Path, snippet: str) -> list[str]:
             problems.append(f"{call['fn']}: no attributes {sorted(unknown)}")
         if tag == "wheel_sdk":
             sdk_names.append(call["kwargs"].get("name", "cuda"))
-            table = _text(REPO / "rules_cuda_split" / "private" / "cuda_versions.bzl")
+            table = _text(
+                REPO / "rules_cuda_split" / "private" / "repositories" / "cuda_versions.bzl"
+            )
             for v in call["kwargs"].get("versions", []):
                 if f'"{v}"' not in table:
                     problems.append(f"wheel_sdk version {v} is not in the version table")

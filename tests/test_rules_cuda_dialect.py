@@ -1,4 +1,4 @@
-"""The rules_cuda dialect's pure helpers (rules_cuda_split/private/rules_cuda_attrs.bzl),
+"""The rules_cuda dialect's pure helpers (rules_cuda_split/private/model/rules_cuda_attrs.bzl),
 run by a Starlark interpreter: how a `cuda_binary`/`cuda_test` macro's attributes are
 split between its library and its cc rule, as rules_cuda splits them, and the refusal
 messages. (tests/test_user_workspace.py builds a rules_cuda BUILD file with Bazel.)"""
@@ -11,7 +11,7 @@ import re
 from support.starlark_util import REPO, eval_json
 
 PRELUDE = (
-    'load("//rules_cuda_split/private:rules_cuda_attrs.bzl", "LIBRARY_ATTRS", '
+    'load("//rules_cuda_split/private/model:rules_cuda_attrs.bzl", "LIBRARY_ATTRS", '
     '"executable_kwargs", "linkopts_refusal", "objects_need_rdc")\n'
 )
 
@@ -80,12 +80,12 @@ def test_test_library_is_testonly_and_test_attributes_stay_with_the_test(
 
 def test_library_attributes_are_rules_cudas() -> None:
     """LIBRARY_ATTRS is exactly the dialect cuda_library's public attributes."""
-    dialect = (REPO / "rules_cuda_split/private/rules_cuda_dialect.bzl").read_text()
+    dialect = (REPO / "rules_cuda_split/private/rules/rules_cuda_dialect.bzl").read_text()
     declared = set(re.findall(r'^\s+"([a-z_]+)": attr\.', dialect, re.M))
     listed = set(
         re.findall(
             r'"(\w+)"',
-            (REPO / "rules_cuda_split/private/rules_cuda_attrs.bzl")
+            (REPO / "rules_cuda_split/private/model/rules_cuda_attrs.bzl")
             .read_text()
             .split("LIBRARY_ATTRS = [")[1]
             .split("]")[0],

@@ -1,7 +1,8 @@
 """The wheel SDK has the headers a classic CUDA toolkit's include/ has, and they compile.
 
-For each CUDA version of the table (rules_cuda_split/private/cuda_versions.bzl) and each
-component (the default set and every opt-in one), a generated `.cu` includes every header
+For each CUDA version of the table
+(rules_cuda_split/private/repositories/cuda_versions.bzl) and each component (the default
+set and every opt-in one), a generated `.cu` includes every header
 the component's wheel puts where a classic toolkit install has its public headers, and
 that version's own nvcc preprocesses it as a compile does, for the device and for the
 host (`nvcc -M`, where `-E` runs the device pass only): the include chain resolves and

@@ -1,7 +1,7 @@
 """The SDK version is one fact: scripts/cuda_version_table.py's DEFAULT_VERSION and RELEASES.
 
 Adding a CUDA version is one regenerated table (docs/sdk.md, "Add a version"): the script
-writes rules_cuda_split/private/cuda_versions.bzl (which carries DEFAULT_VERSION to the
+writes rules_cuda_split/private/repositories/cuda_versions.bzl (which carries DEFAULT_VERSION to the
 rules) and scripts/cuda-wheels.txt (what scripts/setup.sh downloads), and everything else
 derives the version and the SDK's directory inside the wheels (`nvidia/cu<major>`, the
 table's `strip_prefix`) from them. No network: the checked-in table is the input.
@@ -25,7 +25,7 @@ TABLE = cvt.checked_in_table()
 # Where a version's directory name (`cu<major>`) may be written: what the script
 # generates, the documentation (its examples), and benchmark results (what was measured).
 GENERATED = {
-    "rules_cuda_split/private/cuda_versions.bzl",
+    "rules_cuda_split/private/repositories/cuda_versions.bzl",
     *(str(cvt.wheels_txt(v).relative_to(REPO)) for v in cvt.checked_in_table()),
 }
 NOT_CODE = ("benchmarks/results/",)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import textwrap
 
 import pytest
@@ -76,10 +77,10 @@ def test_interpreter_loads_labels_paths_and_real_providers(tmp_path: pathlib.Pat
         tmp_path,
         """\
         load("helper.star", "twice")
-        load("//rules_cuda_split:providers.bzl", "CudaToolchainInfo")
-        load("@rules_cuda_split//rules_cuda_split:providers.bzl", Info2 = "CudaToolchainInfo")
-        info = CudaToolchainInfo(version = "13.0.88", real_archs = ["sm_90"])
-        print(twice(21), info.version, info.real_archs, CudaToolchainInfo == Info2)
+        load("//rules_cuda_split:providers.bzl", "CudaToolkitInfo")
+        load("@rules_cuda_split//rules_cuda_split:providers.bzl", Info2 = "CudaToolkitInfo")
+        info = CudaToolkitInfo(version = "13.0.88", real_archs = ["sm_90"])
+        print(twice(21), info.version, info.real_archs, CudaToolkitInfo == Info2)
         print(json.encode(struct(a = 1)))
         """,
     )
@@ -210,8 +211,10 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
 
 # The SDK repository's pure helpers (the repository rule itself needs Bazel).
 
-_SDK_BZL = "//rules_cuda_split/private:sdk_repository.bzl"
-_SDK_TEMPLATE = (REPO / "rules_cuda_split" / "private" / "sdk.BUILD.tpl").read_text()
+_SDK_BZL = "//rules_cuda_split/private/repositories:sdk_repository.bzl"
+_SDK_TEMPLATE = (
+    REPO / "rules_cuda_split" / "private" / "repositories" / "sdk.BUILD.tpl"
+).read_text()
 
 NVCC_VERSION = """\
 nvcc: NVIDIA (R) Cuda compiler driver
@@ -342,7 +345,9 @@ def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
         probes={"/usr/local": "no_profile", "/usr/local/cuda": "sdk"},
     )
     assert (found["path"], found["source"], found["bad"]) == ("/usr/local/cuda", "default path", "")
-    sdk_bzl = (REPO / "rules_cuda_split" / "private" / "sdk_repository.bzl").read_text()
+    sdk_bzl = (
+        REPO / "rules_cuda_split" / "private" / "repositories" / "sdk_repository.bzl"
+    ).read_text()
     assert "print(" not in sdk_bzl
 
 
@@ -387,7 +392,22 @@ EXPECTED_TARGETS = {
     "nvlink": "alias",
     "bin2c": "alias",
     "link_stub": "alias",
-    "link_stub_files": "filegroup",
+    # The tools table's file groups (model/tools.bzl), the toolkit's attributes.
+    **{
+        f"{tool}_files": "filegroup"
+        for tool in [
+            "nvcc",
+            "headers",
+            "host_headers",
+            "cudafe",
+            "cicc",
+            "ptxas",
+            "tileiras",
+            "fatbinary",
+            "nvlink",
+            "link_stub",
+        ]
+    },
     "headers": "filegroup",
     "host_headers": "filegroup",
     "nvvm": "filegroup",
@@ -467,11 +487,8 @@ def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> N
     assert toolkit["real_archs"] == ["sm_80", "sm_90"]
     assert toolkit["virtual_archs"] == ["compute_80", "compute_90"]
     # One file group per tool: each action declares only the tool it runs.
-    assert toolkit["nvcc"] == ":nvcc" and toolkit["nvcc_files"] == [":nvcc_profile"]
-    assert toolkit["cicc"] == [":cicc", ":libdevice"]
-    assert toolkit["ptxas"] == [":ptxas"] and toolkit["cudafe"] == [":cudafe"]
-    assert toolkit["nvlink"][:2] == [":nvlink", ":libnvvm"]
-    assert toolkit["link_stub"] == [":link_stub_files"]
+    for tool in ["nvcc", "cicc", "ptxas", "cudafe", "nvlink", "link_stub", "tileiras"]:
+        assert toolkit[tool] == [f":{tool}_files"]
     assert targets["toolchain"]["kwargs"]["toolchain_type"] == (
         "@rules_cuda_split//cuda:toolchain_type"
     )
@@ -480,6 +497,43 @@ def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> N
         ("link_files", [":nvlink", ":fatbinary", ":bin2c", ":link_stub", "lib/libcudadevrt.a"]),
     ]:
         assert set(members) <= set(targets[group]["kwargs"]["srcs"]), group
+
+
+def _tool_globs(tmp_path: pathlib.Path) -> dict[str, list]:
+    """The tools table's globs for WHEEL_LAYOUT: name -> [include, exclude, with_libnvvm]."""
+    out, _ = _star(
+        tmp_path,
+        """\
+        load("//rules_cuda_split/private/model:tools.bzl", "sdk_tool_globs")
+        globs = sdk_tool_globs(inc = "include", lib = "lib", libnvvm = [])
+        print(json.encode({n: [g.include, g.exclude, g.with_libnvvm] for n, g in globs.items()}))
+        """,
+    )
+    return json.loads(out)
+
+
+def test_generated_build_has_each_tool_of_the_table(tmp_path: pathlib.Path) -> None:
+    """Each entry of the tools table is a file group `<tool>_files` of the SDK repository
+    (its globs, and the libnvvm the repository found where the tool loads it) and the
+    toolkit's attribute of the tool's name."""
+    tools = _tool_globs(tmp_path)
+    assert tools["nvcc"] == [["bin/nvcc", "bin/nvcc.profile"], [], False]
+    assert tools["cicc"] == [["nvvm/bin/cicc", "nvvm/libdevice/**"], [], False]
+    assert tools["host_headers"] == [["include/**"], ["include/cccl/**"], False]
+    assert tools["nvlink"] == [["bin/nvlink", "lib/libcudadevrt.a"], [], True]
+    layout = dict(WHEEL_LAYOUT, layout_links=["nvvm/lib64/libnvvm.so"])
+    calls = _generated_build(tmp_path, layout)
+    text = (tmp_path / "BUILD.bazel").read_text()
+    targets = _targets(calls)
+    globs = [c for c in calls if c["fn"] == "glob"]
+    for name, (include, exclude, with_libnvvm) in tools.items():
+        assert targets["toolkit"]["kwargs"][name] == [f":{name}_files"]
+        assert targets[f"{name}_files"]["fn"] == "filegroup"
+        group = text.split(f'name = "{name}_files"')[1].split("\n)\n")[0]
+        assert [c for c in globs if c["args"] == [include]], name
+        assert ("exclude" in group) == bool(exclude), name
+        libnvvm = ['"lib/libnvvm.so.4"' in group, '"nvvm/lib64/libnvvm.so"' in group]
+        assert libnvvm == [with_libnvvm] * 2, name
 
 
 def test_generated_build_for_the_classic_layout_without_cublas(tmp_path: pathlib.Path) -> None:
@@ -521,3 +575,49 @@ def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Pa
     assert targets["nvtx"]["kwargs"]["srcs"] == []
     assert targets["nvtx"]["kwargs"]["deps"] == [":cuda_headers"]
     assert targets["cublas"]["kwargs"]["deps"] == [":cuda_headers"]
+
+
+# The packages whose .bzl files are each a bzl_library: the public ones and private/'s layers.
+_BZL_PACKAGES = [
+    "cuda",
+    "rules_cuda_split",
+    *sorted(
+        str(p.relative_to(REPO))
+        for p in (REPO / "rules_cuda_split" / "private").iterdir()
+        if p.is_dir()
+    ),
+]
+
+
+def _bzl_libraries(package: str) -> dict[str, tuple[list[str], list[str]]]:
+    """The bzl_library targets of a package's BUILD.bazel: name -> (srcs, deps)."""
+    text = (REPO / package / "BUILD.bazel").read_text()
+    out = {}
+    for body in re.findall(r"^bzl_library\((.*?)^\)", text, re.M | re.S):
+        name = re.search(r'name = "([^"]+)"', body).group(1)
+        lists = {
+            k: re.findall(r'"([^"]+)"', v)
+            for k, v in re.findall(r"(srcs|deps) = \[(.*?)\]", body, re.S)
+        }
+        out[name] = (lists.get("srcs", []), lists.get("deps", []))
+    return out
+
+
+def test_every_bzl_file_is_a_bzl_library_with_what_it_loads() -> None:
+    """Each .bzl of the rules is the bzl_library `<stem>_bzl` of its package, whose deps are
+    the bzl_library of every file of this repository it loads (stardoc needs them all)."""
+    assert "rules_cuda_split/private/model" in _BZL_PACKAGES
+    for package in _BZL_PACKAGES:
+        libraries = _bzl_libraries(package)
+        files = sorted(p.name for p in (REPO / package).glob("*.bzl"))
+        assert sorted(libraries) == sorted(f[: -len(".bzl")] + "_bzl" for f in files), package
+        for f in files:
+            loaded = set()
+            text = (REPO / package / f).read_text()
+            for ref in re.findall(r'^load\(\s*"(?:@rules_cuda_split)?((?://|:)[^"]+)"', text, re.M):
+                pkg, _, name = (package + ref if ref.startswith(":") else ref[2:]).partition(":")
+                dep = f":{name[:-4]}_bzl" if pkg == package else f"//{pkg}:{name[:-4]}_bzl"
+                if (pkg, name) != (package, f):
+                    loaded.add(dep)
+            srcs, deps = libraries[f[:-4] + "_bzl"]
+            assert srcs == [f] and set(deps) == loaded, f"{package}/{f}: {deps} != {loaded}"

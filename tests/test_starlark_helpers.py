@@ -1,4 +1,4 @@
-"""The pure Starlark helpers (rules_cuda_split/private/plan.bzl), run by a Starlark
+"""The pure Starlark helpers (rules_cuda_split/private/model/plan.bzl), run by a Starlark
 interpreter: the arch syntax, its errors, the steps of a source and their file names.
 (tests/test_plan_model.py compares plan.bzl's steps with nvcc's own dryrun.)"""
 
@@ -14,7 +14,7 @@ from support import plan_bzl
 from support.starlark_util import eval_json
 
 PRELUDE = (
-    'load("//rules_cuda_split/private:plan.bzl", "parse_arch_spec", "source_steps", '
+    'load("//rules_cuda_split/private/model:plan.bzl", "parse_arch_spec", "source_steps", '
     '"file_name", "unsupported_archs")\n'
 )
 

@@ -150,7 +150,7 @@ def test_tile_flags_set_the_plan_and_are_refused_for_a_version_without_them(
     from support.starlark_util import eval_json
 
     body = (
-        'load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", '
+        'load("//rules_cuda_split/private/model:flags.bzl", "options_not_in_version", '
         '"tile_mode")\n'
         "print(json.encode([\n"
         '    tile_mode(["-O3"]), tile_mode(["--enable-tile"]), tile_mode(["-enable-tile"]),\n'

@@ -1,9 +1,11 @@
-"""The hermetic SDK: NVIDIA's wheels fetched by the rules (rules_cuda_split/private/wheel_sdk.bzl).
+"""The hermetic SDK: NVIDIA's wheels fetched by the rules
+(rules_cuda_split/private/repositories/wheel_sdk.bzl).
 
-Without Bazel: the checked-in version table (rules_cuda_split/private/cuda_versions.bzl)
-and the script that writes it (scripts/cuda_version_table.py), and the rule's pure
-Starlark helpers: the download plan and NVIDIA's redistrib JSON (on a JSON file the test
-writes: the real ones and their tarballs cannot be fetched here).
+Without Bazel: the checked-in version table
+(rules_cuda_split/private/repositories/cuda_versions.bzl) and the script that writes it
+(scripts/cuda_version_table.py), and the rule's pure Starlark helpers: the download plan and
+NVIDIA's redistrib JSON (on a JSON file the test writes: the real ones and their tarballs
+cannot be fetched here).
 
 With Bazel (one throwaway copy of this checkout, its own output base and repository
 cache): the wheels of CUDA 13.0 and 13.5 (compiler set and cuBLAS, about 1.1 GB for
@@ -41,7 +43,7 @@ from support.starlark_util import eval_json
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_WHEEL_CACHE", REPO / ".cache" / "cuda-wheels"))
 VERSIONS = ("13.0", "13.5")  # 13.5 knows sm_107, 13.0 does not
 PLATFORM = "linux-x86_64"
-WHEEL_BZL = "//rules_cuda_split/private:wheel_sdk.bzl"
+WHEEL_BZL = "//rules_cuda_split/private/repositories:wheel_sdk.bzl"
 
 
 def _table() -> dict:
@@ -126,7 +128,7 @@ def test_script_wheel_urls_platforms_and_roots() -> None:
 def _plan(tmp_path: pathlib.Path, table: str, args: str) -> dict:
     body = (
         f'load("{WHEEL_BZL}", "download_plan", "redistrib_table")\n'
-        f'load("//rules_cuda_split/private:cuda_versions.bzl", "CUDA_VERSIONS")\n'
+        f'load("//rules_cuda_split/private/repositories:cuda_versions.bzl", "CUDA_VERSIONS")\n'
         f"table = {table}\n"
         f"plan, err = download_plan(table, {args})\n"
         "print(json.encode({'err': err, 'plan': [\n"

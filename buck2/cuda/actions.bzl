@@ -3,13 +3,13 @@ source (plan.bzl's source_actions), and one per step of the device link (plan.bz
 link_steps: one nvlink per arch).
 
 The shape (which actions, which files, the arguments of each) comes from
-`rules_cuda_split/private/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
+`rules_cuda_split/private/model/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
 only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `write`,
 `run`).
 """
 
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
     "CICC",
     "LINK_INPUT",
@@ -30,7 +30,7 @@ load(
     "time_trace_name",
 )
 load(
-    "//rules_cuda_split/private:runner.bzl",
+    "//rules_cuda_split/private/model:runner.bzl",
     "RUNNER_PYTHON_FLAGS",
     "step_arguments",
 )
@@ -63,7 +63,7 @@ def render(items):
 
 def sdk_inputs(toolchain, names):
     """The toolchain's files an ACTIONS entry of plan.bzl names in `sdk_files` (the
-    Bazel toolchain's tool fields: `nvcc` for nvcc and nvcc.profile, `cicc`, ...)."""
+    tools table's names, model/tools.bzl: `nvcc` for nvcc and nvcc.profile, `cicc`, ...)."""
     files = []
     for name in names:
         files += toolchain.sdk_files.get(name, [])

@@ -15,8 +15,8 @@ CudaToolchainInfo = provider(
         "python": "string, the interpreter that runs the step runner (path or PATH name)",
         "real_archs": "list[string], the SDK's real archs ([]: not checked)",
         "runner_main": "Artifact, the step runner's entry point, launch.py",
-        "sdk_files": "dict[string, list[Artifact]], each tool's files by plan.bzl's " +
-                     "ACTIONS sdk_files names (the Bazel toolchain's tool fields)",
+        "sdk_files": "dict[string, list[Artifact]], each tool's files by the names of " +
+                     "the tools table (model/tools.bzl; the Bazel toolkit's `tools`)",
         "step_runner": "list[Artifact], the step runner's sources",
         "time_trace": "bool, whether cicc and ptxas actions also write their traces",
         "version": "string, the SDK's version",

@@ -1,22 +1,23 @@
 """The Buck2 CUDA rules: `cuda_toolchain`, `cuda_step_runner`, `cuda_library`,
 `cuda_device_link` and `cuda_binary`, over the Bazel rules' plan model
-(`rules_cuda_split/private/plan.bzl`), command lines (`runner.bzl`) and flag checks
+(`rules_cuda_split/private/model/plan.bzl`), command lines (`runner.bzl`) and flag checks
 (`flags.bzl`). Written against Buck2's documented rule API; see docs/buck2.md for what
 was and was not run on a real Buck2.
 """
 
 load("//buck2/cuda:actions.bzl", "compile_source", "device_link")
 load("//buck2/cuda:providers.bzl", "CudaLibraryInfo", "CudaToolchainInfo")
-load("//rules_cuda_split/private:flags.bzl", "check_nvcc_flags", "without_host_options")
+load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "without_host_options")
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACCEPTED_FORMS",
     "codes_of",
     "files_by_arch",
     "parse_arch_spec",
     "unsupported_archs",
 )
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
+load("//rules_cuda_split/private/model:tools.bzl", "sdk_tool_globs")
 
 # Sources compiled as CUDA (C++ ones with `-x cu`, as the Bazel rules do).
 _CUDA_EXTENSIONS = [".cu"]
@@ -26,6 +27,24 @@ _CXX_EXTENSIONS = [".cc", ".cpp", ".cxx"]
 _HOST_EXTENSIONS = [".c", ".cc", ".cpp", ".cxx"]
 
 _TOOLCHAIN = "toolchains//:cuda"
+
+def cuda_sdk_files(glob, root, inc = "include", lib = "lib64"):
+    """`cuda_toolchain`'s `sdk_files` for an SDK inside the cell, from the tools table
+    (rules_cuda_split/private/model/tools.bzl, as the Bazel SDK repository's file groups).
+
+    Args:
+      glob: the BUCK file's `glob`.
+      root: string, the SDK's directory in the package, e.g. "sdk".
+      inc: string, its include directory, relative to it.
+      lib: string, its library directory, relative to it.
+
+    Returns:
+      dict[string, list]: each tool's files, by the names plan.bzl's ACTIONS use.
+    """
+    return {
+        name: glob(g.include, exclude = g.exclude)
+        for name, g in sdk_tool_globs(root, inc, lib).items()
+    }
 
 def _cuda_step_runner_impl(ctx):
     return [DefaultInfo(default_outputs = ctx.attrs.srcs)]
@@ -76,11 +95,9 @@ cuda_toolchain = rule(
             attrs.string(),
             attrs.list(attrs.source()),
             default = {},
-            doc = "Each tool's files, by the names of plan.bzl's ACTIONS `sdk_files` " +
-                  "(the Bazel toolchain's tool fields): nvcc (nvcc and nvcc.profile, " +
-                  "read by every action's dryrun), headers, host_headers, cudafe, cicc " +
-                  "(with libdevice), ptxas, fatbinary, nvlink (with libcudadevrt and " +
-                  "libnvvm), link_stub (with crt/host_defines.h, fatbinary_section.h).",
+            doc = "Each tool's files, by the names of the tools table " +
+                  "(rules_cuda_split/private/model/tools.bzl, which plan.bzl's ACTIONS " +
+                  "name in `sdk_files`): `cuda_sdk_files(glob, \"sdk\")` makes it.",
         ),
         "python": attrs.string(
             default = RUNNER_PYTHON,

@@ -47,7 +47,7 @@ PG_BIN = pathlib.Path(os.environ.get("CUDA_SPLIT_PG_BIN", "/usr/lib/postgresql/1
 INSTANCE = "main"
 # The platform property every worker offers and actions ask for.
 PLATFORM = {"OSFamily": "linux"}
-# The property a GPU request sets (the rules' default, rules_cuda_split/private/
+# The property a GPU request sets (the rules' default, rules_cuda_split/private/model/
 # gpu_request.bzl): a GPU worker offers its arch and "any", a CPU worker "none".
 GPU_KEY = "gpu"
 NO_GPU = "none"

@@ -1,4 +1,4 @@
-"""The rules' plan of a source, from `rules_cuda_split/private/plan.bzl` itself.
+"""The rules' plan of a source, from `rules_cuda_split/private/model/plan.bzl` itself.
 
 There is no Python copy of plan.bzl: tests that need its arch parsing or the steps it
 predicts for a source outside Bazel (the fidelity harness, the comparison with nvcc's own
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from cuda_split.core import plan as planlib
 from support.starlark_util import run_starlark
 
-PLAN_BZL = "//rules_cuda_split/private:plan.bzl"
+PLAN_BZL = "//rules_cuda_split/private/model:plan.bzl"
 
 
 class ArchSpecError(ValueError):

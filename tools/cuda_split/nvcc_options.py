@@ -1,6 +1,6 @@
 """nvcc's options, as scripts/nvcc_option_table.py wrote them from `nvcc --help` of each
 CUDA version the rules offer (nvcc_options.json beside this file; the rules read the same
-table from rules_cuda_split/private/nvcc_options.bzl), and how one argument names one.
+table from rules_cuda_split/private/model/nvcc_options.bzl), and how one argument names one.
 
 nvcc reads `--<long name>` and `-<short name>` (these front ends read either after one or
 two dashes), an option's value after `=` or as the next argument, and for the one-letter

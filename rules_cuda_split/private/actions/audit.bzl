@@ -1,7 +1,7 @@
 """The audit emitters: `emit_audit` runs `cuda-split audit` on a binary's files (action
 `CudaAudit`), `emit_audit_test_script` writes the test that reports its result.
 
-`cuda-split audit` is tools/cuda_split/audit.py, standard library only, run with the
+`cuda-split audit` is tools/cuda_split/commands/audit.py, standard library only, run with the
 `python3` on the action's PATH as the step runner is run (no py_binary). Public through
 //rules_cuda_split:actions.bzl.
 """
@@ -12,7 +12,7 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     Args:
       ctx: the rule context.
       files: list[File], what to audit (a binary, a library's .a/.so, objects).
-      audit_tool: File, tools/cuda_split/audit.py (`//tools:audit`).
+      audit_tool: File, tools/cuda_split/commands/audit.py (`//tools:audit`).
       gpus: list[string], the fleet's GPUs as `sm_XY`.
       require: string, `sass` (every GPU runs a cubin) or `sass-or-ptx` (JIT from PTX is
         acceptable).
@@ -81,7 +81,7 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
     Args:
       ctx: the rule context.
       files: list[File], what to check (a binary, a library's fatbins).
-      audit_tool: File, tools/cuda_split/audit.py (`//tools:audit`).
+      audit_tool: File, tools/cuda_split/commands/audit.py (`//tools:audit`).
       gpu: string, the GPU as `sm_XY`.
       require: string, `sass-or-ptx` (JIT from PTX is enough) or `sass`.
       subject: string, who asks for the GPU (the test's label), for the message.

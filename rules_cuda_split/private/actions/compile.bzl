@@ -6,10 +6,9 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
-load("//rules_cuda_split/private:common.bzl", "time_trace_enabled")
-load("//rules_cuda_split/private:flags.bzl", "options_not_in_version", "tile_mode")
+load("//rules_cuda_split/private/model:flags.bzl", "options_not_in_version", "tile_mode")
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
     "CICC",
     "MONO",
@@ -25,7 +24,8 @@ load(
     "tile_arch_error",
     "time_trace_name",
 )
-load("//rules_cuda_split/private:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/rules:common.bzl", "time_trace_enabled")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
 # Output groups of a mono compile: the --keep files of each kind, in a directory each.
@@ -83,7 +83,7 @@ def _base_args(
     return step_args(ctx, step_arguments(
         kinds,
         arch,
-        toolchain.nvcc,
+        toolchain.toolkit.nvcc,
         cc_toolchain.compiler_executable,
         src = src,
         files = files,
@@ -250,7 +250,11 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
 def _check_flags(ctx, groups, nvcc_flags, toolchain):
     # At analysis: an option this SDK's nvcc lacks (--enable-tile with 13.0), and tile
     # code for archs nvcc's tile plan cannot build.
-    err = options_not_in_version(nvcc_flags, toolchain.version, "the nvcc flags of %s" % ctx.label)
+    err = options_not_in_version(
+        nvcc_flags,
+        toolchain.toolkit.version,
+        "the nvcc flags of %s" % ctx.label,
+    )
     if not err and tile_mode(nvcc_flags):
         err = tile_arch_error(groups)
         err = "%s: %s" % (ctx.label, err) if err else ""

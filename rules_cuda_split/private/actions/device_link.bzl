@@ -5,7 +5,7 @@ Public through //rules_cuda_split:actions.bzl.
 """
 
 load(
-    "//rules_cuda_split/private:plan.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
     "LINK_INPUT",
     "NVLINK",
@@ -16,7 +16,7 @@ load(
     "link_steps",
     "missing_device_code",
 )
-load("//rules_cuda_split/private:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
 def _source_files(rdc, role):
@@ -96,7 +96,7 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
         args = step_args(ctx, step_arguments(
             [step.kind],
             step.arch,
-            toolchain.nvcc,
+            toolchain.toolkit.nvcc,
             cc_toolchain.compiler_executable,
             lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in step.lists],
             files = [(r, declared[r]) for r in link_file_roles(step)],

@@ -6,8 +6,8 @@ plan.bzl (`ACTIONS`); the emitters (compile.bzl, device_link.bzl) read them from
 and call `run_step` once per action.
 """
 
-load("//rules_cuda_split/private:common.bzl", "TOOLCHAIN_TYPE")
-load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
+load("//rules_cuda_split/private/rules:common.bzl", "TOOLCHAIN_TYPE")
 
 # The interpreter is the toolchain's `python` field (default `python3`, from the action's
 # PATH: with --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which
@@ -18,9 +18,8 @@ load("//rules_cuda_split/private:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAG
 def sdk_inputs(toolchain, names):
     """The toolchain's files that an ACTIONS entry of plan.bzl names in `sdk_files`.
 
-    Each name is a tool field of `CudaToolchainInfo` (`nvcc`: its `nvcc_files`, nvcc
-    and nvcc.profile; `headers`, `host_headers`, `cudafe`, `cicc`, `ptxas`, `fatbinary`,
-    `nvlink`, `link_stub`: that field's files).
+    Each name is a tool of the tools table (SDK_TOOLS of model/tools.bzl), a key of the
+    toolkit's `tools` (e.g. `nvcc`: nvcc and nvcc.profile).
 
     Args:
       toolchain: CudaToolchainInfo.
@@ -29,7 +28,7 @@ def sdk_inputs(toolchain, names):
     Returns:
       list[depset[File]].
     """
-    return [toolchain.nvcc_files if n == "nvcc" else getattr(toolchain, n) for n in names]
+    return [toolchain.toolkit.tools[n] for n in names]
 
 def step_args(ctx, items = []):
     """A new `Args` for the step runner, written to an always-used params file.

@@ -82,12 +82,13 @@ PER_ARCH_NAMES = {
 
 # Every action the rules emit, by its steps' kinds joined with '+': its mnemonic, its
 # progress message (compile actions format it with (source, arch); the others' arguments
-# are given beside each), the toolchain's tool fields it reads (`sdk_files`: `nvcc` for
-# nvcc and nvcc.profile, which every action that runs nvcc's dryrun reads; besides them,
-# the host compiler's files, which the dryrun asks for its version; see docs/design.md,
-# 'Inputs per step'), whether it reads the source and its headers, and whether one of
-# its steps runs the host compiler (gcc -E or -c: the steps that the host compiler's
-# flags, `-Xcompiler`, reach; nvcc plans the others' commands the same without them).
+# are given beside each), the SDK's tools it reads (`sdk_files`, by the names of the
+# tools table, rules_cuda_split/private/model/tools.bzl: `nvcc` for nvcc and
+# nvcc.profile, which every action that runs nvcc's dryrun reads; besides them, the host
+# compiler's files, which the dryrun asks for its version; see docs/design.md, 'Inputs
+# per step'), whether it reads the source and its headers, and whether one of its steps
+# runs the host compiler (gcc -E or -c: the steps that the host compiler's flags,
+# `-Xcompiler`, reach; nvcc plans the others' commands the same without them).
 ACTIONS: dict[str, dict[str, object]] = {
     # The host preprocess, cudafe++ and the device preprocess of every arch: the steps
     # that read the source and its headers and see every arch of the build. (source, "")

@@ -6,19 +6,25 @@ load("//rules_cuda_split:providers.bzl", "CudaInfo", "CudaRdcInfo")
 load("//rules_cuda_split/private/actions:compile.bzl", "emit_compile_mono", "emit_compile_split")
 load("//rules_cuda_split/private/actions:device_link.bzl", "emit_device_link")
 load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
+load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "without_host_options")
+load("//rules_cuda_split/private/model:plan.bzl", "codes_of", "files_by_arch")
 load(
-    ":cc_flags.bzl",
+    "//rules_cuda_split/private/rules:cc_flags.bzl",
     "compilation_mode_flags",
     "compilation_outputs",
     "configure_cc_features",
     "pic_flags",
 )
-load(":common.bzl", "STEP_RULE_ATTRS", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
-load(":flags.bzl", "check_nvcc_flags", "without_host_options")
-load(":plan.bzl", "codes_of", "files_by_arch")
-load(":rdc.bzl", "device_link_guard", "merge_rdc_infos")
 load(
-    ":settings.bzl",
+    "//rules_cuda_split/private/rules:common.bzl",
+    "STEP_RULE_ATTRS",
+    "STEP_RULE_TOOLCHAINS",
+    "TOOLCHAIN_TYPE",
+    "resolve_archs",
+)
+load("//rules_cuda_split/private/rules:rdc.bzl", "device_link_guard", "merge_rdc_infos")
+load(
+    "//rules_cuda_split/private/rules:settings.bzl",
     "CudaCompileModeInfo",
     "CudaCoptsSettingInfo",
     "CudaDeviceArchListInfo",
@@ -123,7 +129,7 @@ def _not_sdk(dirs, sdk_root):
 
 def _include_flags(compilation_context, toolchain):
     """-I/-isystem flags of the merged compilation context, the SDK's own left out."""
-    sdk_root = toolchain.nvcc.dirname.rpartition("/")[0]
+    sdk_root = toolchain.toolkit.nvcc.dirname.rpartition("/")[0]
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
     flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root)]
@@ -252,7 +258,7 @@ def _device_runtime(ctx, feature_configuration, cc_toolchain, toolchain):
                 actions = ctx.actions,
                 feature_configuration = feature_configuration,
                 cc_toolchain = cc_toolchain,
-                static_library = toolchain.cudadevrt,
+                static_library = toolchain.toolkit.cudadevrt,
             )]),
         ),
     ]))

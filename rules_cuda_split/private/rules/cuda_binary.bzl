@@ -3,10 +3,19 @@ and a `cc_binary`/`cc_test` linking both with the host sources, under the macro'
 with the CUDA output groups."""
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
-load(":cuda_library.bzl", "cuda_library")
-load(":device_link.bzl", "cuda_device_link")
-load(":executable.bzl", "cuda_executable_binary", "cuda_executable_test")
-load(":gpu.bzl", "cuda_gpu_check", "gpu_exec_properties", "validate_gpu")
+load("//rules_cuda_split/private/rules:cuda_device_link.bzl", "cuda_device_link")
+load("//rules_cuda_split/private/rules:cuda_library.bzl", "cuda_library")
+load(
+    "//rules_cuda_split/private/rules:executable.bzl",
+    "cuda_executable_binary",
+    "cuda_executable_test",
+)
+load(
+    "//rules_cuda_split/private/rules:gpu.bzl",
+    "cuda_gpu_check",
+    "gpu_exec_properties",
+    "validate_gpu",
+)
 
 # Attributes of the macro that configure the CUDA compile.
 _LIBRARY_ATTRS = [

@@ -8,7 +8,7 @@ libraries along `deps` and the device link.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
-load(":gpu.bzl", "GpuCheckInfo")
+load("//rules_cuda_split/private/rules:gpu.bzl", "GpuCheckInfo")
 
 CUDA_OUTPUT_GROUPS = ["cuda_ptx", "cuda_cubin", "cuda_fatbin", "cuda_arch_list"]
 

@@ -6,15 +6,20 @@ load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaRdcInfo")
 load("//rules_cuda_split/private/actions:device_link.bzl", "emit_device_link")
 load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
-load(":cc_flags.bzl", "compilation_outputs", "configure_cc_features", "pic_flags")
 load(
-    ":common.bzl",
+    "//rules_cuda_split/private/rules:cc_flags.bzl",
+    "compilation_outputs",
+    "configure_cc_features",
+    "pic_flags",
+)
+load(
+    "//rules_cuda_split/private/rules:common.bzl",
     "STEP_RULE_ATTRS",
     "STEP_RULE_TOOLCHAINS",
     "TOOLCHAIN_TYPE",
     "resolve_archs",
 )
-load(":rdc.bzl", "device_link_guard", "merge_rdc_infos")
+load("//rules_cuda_split/private/rules:rdc.bzl", "device_link_guard", "merge_rdc_infos")
 
 _CollectedRdcInfo = provider(
     doc = "The aspect's result: the relocatable device code of a target and its deps.",
@@ -77,7 +82,7 @@ def _cuda_device_link_impl(ctx):
                 actions = ctx.actions,
                 feature_configuration = feature_configuration,
                 cc_toolchain = cc_toolchain,
-                static_library = toolchain.cudadevrt,
+                static_library = toolchain.toolkit.cudadevrt,
             )]),
         ),
     ]))

@@ -2,18 +2,18 @@
 source and of a device link, and the table of actions that run them.
 
 This is the one Starlark definition of each; its Python counterpart is
-`tools/cuda_split/plan.py` (which derives the steps from nvcc's own `--dryrun`), and
+`tools/cuda_split/core/plan.py` (which derives the steps from nvcc's own `--dryrun`), and
 `tests/test_plan_model.py` checks that the two agree (kinds, file names, mnemonics) and
 that the steps predicted here are the ones nvcc's dryrun (`-c`, and `-dlink` for a device
 link) has for the same flags.
 
 Pure functions and constants, no Bazel APIs, so the same file runs under a plain Starlark
-interpreter in the tests (tests/plan_bzl.py). Errors are returned, not raised, so callers
+interpreter in the tests (tests/support/plan_bzl.py). Errors are returned, not raised, so callers
 choose between `fail()` and a test assertion.
 """
 
 load(
-    ":vocabulary.bzl",
+    "//rules_cuda_split/private/model:vocabulary.bzl",
     _ACTIONS = "ACTIONS",
     _CICC = "CICC",
     _CUDAFE = "CUDAFE",
@@ -41,7 +41,7 @@ load(
 
 # The plan's vocabulary (step kinds, link kinds, file names of roles, the actions and
 # their mnemonics): generated from tools/plan_vocabulary.json into vocabulary.bzl and
-# tools/cuda_split/vocabulary.py (scripts/plan_vocabulary.py); re-exported here.
+# tools/cuda_split/core/vocabulary.py (scripts/plan_vocabulary.py); re-exported here.
 HOST_PREPROCESS = _HOST_PREPROCESS
 CUDAFE = _CUDAFE
 DEVICE_PREPROCESS = _DEVICE_PREPROCESS
@@ -625,7 +625,7 @@ def link_flags(links):
 # LINK_INPUT (vocabulary.bzl) prefixes a device link step's roles that name files of the
 # linked sources (their source_steps roles), not of the link: `input:cubin:sm_90` is every
 # linked source's relocatable sm_90 cubin. nvcc's own -dlink plan reads the sources' host
-# objects (tools/cuda_split/plan.py names them `input:<i>`); the split reads each arch's code.
+# objects (tools/cuda_split/core/plan.py names them `input:<i>`); the split reads each arch's code.
 
 def _link_step(kind, arch, inputs, outputs, nvcc_flags, lists = []):
     return struct(

@@ -3,7 +3,7 @@ chooses it only where no version's toolchain matches `--@rules_cuda_split//cuda:
 and it fails naming the version asked for and those the hub has (Bazel itself says only
 "no matching toolchains found")."""
 
-load(":settings.bzl", "CudaVersionSettingInfo")
+load("//rules_cuda_split/private/rules:settings.bzl", "CudaVersionSettingInfo")
 
 def _cuda_version_missing_impl(ctx):
     fail(("--%s=%s: the CUDA hub @%s has no such version; it has %s (with the flag unset: " +

@@ -13,9 +13,21 @@ features (`--expt-relaxed-constexpr`, `--extended-lambda`) are on.
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_binary", "cc_common", "cc_test")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo")
-load(":common.bzl", "STEP_RULE_TOOLCHAINS", "TOOLCHAIN_TYPE", "resolve_archs")
+load("//rules_cuda_split/private/model:plan.bzl", "codes_of")
 load(
-    ":cuda_library.bzl",
+    "//rules_cuda_split/private/model:rules_cuda_attrs.bzl",
+    "executable_kwargs",
+    "linkopts_refusal",
+    "objects_need_rdc",
+)
+load(
+    "//rules_cuda_split/private/rules:common.bzl",
+    "STEP_RULE_TOOLCHAINS",
+    "TOOLCHAIN_TYPE",
+    "resolve_archs",
+)
+load(
+    "//rules_cuda_split/private/rules:cuda_library.bzl",
     "CUDA_LIBRARY_SOURCE_TYPES",
     "CudaDefinesInfo",
     "HEADER_TYPES",
@@ -25,8 +37,6 @@ load(
     "compile_cuda_sources",
     "library_spec",
 )
-load(":plan.bzl", "codes_of")
-load(":rules_cuda_attrs.bzl", "executable_kwargs", "linkopts_refusal", "objects_need_rdc")
 
 CudaObjectsInfo = provider(
     doc = "What a `cuda_objects` target leaves to the `cuda_library` that depends on it: " +

@@ -49,17 +49,6 @@ filegroup(
     ),
 )
 
-# The device link's host compile: link.stub and the two SDK headers it includes (named,
-# not globbed: Bazel 8 fails on a glob that matches nothing).
-filegroup(
-    name = "link_stub_files",
-    srcs = [
-        ":link_stub",
-        "%{inc}/crt/host_defines.h",
-        "%{inc}/fatbinary_section.h",
-    ],
-)
-
 filegroup(
     name = "nvvm",
     srcs = glob(["nvvm/**"]),
@@ -163,40 +152,20 @@ alias(
     actual = ":cuda_headers",
 )
 %{shared_libs}
+# Each tool's files, `<tool>_files`, from the tools table (SDK_TOOLS of
+# rules_cuda_split/private/model/tools.bzl): what an action running that tool reads.
+%{tool_files}
 # What the SDK is: each tool as its own file group, so that each action declares only
 # the tool and headers it runs with (and nvcc with nvcc.profile: every action asks nvcc's
 # --dryrun for its command).
 cuda_toolkit(
     name = "toolkit",
-    cicc = [
-        ":cicc",
-        ":libdevice",
-    ],
     cudadevrt = "%{lib}/libcudadevrt.a",
-    cudafe = [":cudafe"],
-    fatbinary = [":fatbinary"],
-    headers = [":headers"],
-    host_headers = [":host_headers"],
-    link_stub = [":link_stub_files"],
-    nvcc = ":nvcc",
-    nvcc_files = [":nvcc_profile"],
-    nvlink = [
-        ":nvlink",
-        ":libnvvm",
-    ] + %{layout_links},
     path = "%{path}",
-    ptxas = [":ptxas"],
     real_archs = %{real},
-    # tileiras runs ptxas and loads libnvvm, both found next to itself (`bin/ptxas`;
-    # `nvvm/lib64/libnvvm.so`, else `lib/libnvvm.so.4`).
-    tileiras = [
-        ":tileiras",
-        ":ptxas",
-        ":libnvvm",
-    ] + %{layout_links},
     version = "%{version}",
     virtual_archs = %{virtual},
-)
+%{toolkit_tools})
 
 # What the actions read: one field per tool, and the step runner's interpreter.
 cuda_toolchain(

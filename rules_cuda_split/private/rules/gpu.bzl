@@ -11,7 +11,7 @@ scripts/reapi_backend.sh, BuildGrid, matches; `{gpu}` is the request), e.g. `{"P
 load("//rules_cuda_split:providers.bzl", "CudaInfo")
 load("//rules_cuda_split/private/actions:audit.bzl", "emit_gpu_check")
 load(
-    ":gpu_request.bzl",
+    "//rules_cuda_split/private/model:gpu_request.bzl",
     _DEFAULT_GPU_PROPERTIES = "DEFAULT_GPU_PROPERTIES",
     _gpu_exec_properties = "gpu_exec_properties",
     _validate_gpu = "validate_gpu",

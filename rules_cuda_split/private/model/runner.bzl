@@ -12,7 +12,7 @@ An item is one of
     argument `before_each` and then the file's path.
 Every action runs `<python> -B -S -E <runner>/launch.py @<params file>` with these
 arguments, one a line, in the params file: `<python>` is the toolchain's interpreter
-(`python3` unless set); launch.py checks its version and runs step.py.
+(`python3` unless set); launch.py checks its version and runs main.py.
 """
 
 # The default of the toolchains' `python` field, the interpreter that runs the step
@@ -23,7 +23,7 @@ RUNNER_PYTHON = "python3"
 RUNNER_PYTHON_FLAGS = ["-B", "-S", "-E"]
 
 # The runner's entry point among its sources: it checks the interpreter's version (in
-# syntax old Pythons parse) and runs step.py.
+# syntax old Pythons parse) and runs main.py.
 RUNNER_MAIN = "launch.py"
 
 def _path_of(value):

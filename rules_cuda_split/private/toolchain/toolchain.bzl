@@ -1,38 +1,21 @@
-"""The `cuda_toolchain` rule: the `CudaToolchainInfo` the actions read, one field per tool.
+"""The `cuda_toolchain` rule: the `CudaToolchainInfo` the actions read.
 
-The upper of the toolchain's two layers: it takes a `cuda_toolkit` (toolkit.bzl: what
-the SDK is) and gives each tool's files as a field of its own, with the CUDA runtime and
-the step runner's interpreter. Rules find it through the
-`@rules_cuda_split//cuda:toolchain_type` toolchain type:
-`ctx.toolchains["@rules_cuda_split//cuda:toolchain_type"].cuda`. `cuda_sdk_repository`
-generates one per SDK; tests can make one from dummy files.
+The upper of the toolchain's two layers: it holds a `cuda_toolkit` (toolkit.bzl: what
+the SDK is, each tool's files in `tools`) with the CUDA runtime and the step runner's
+interpreter. Rules find it through the `@rules_cuda_split//cuda:toolchain_type`
+toolchain type: `ctx.toolchains["@rules_cuda_split//cuda:toolchain_type"].cuda`.
+`cuda_sdk_repository` generates one per SDK; tests can make one from dummy files.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
 load("//rules_cuda_split:providers.bzl", "CudaToolchainInfo", "CudaToolkitInfo")
-load(":runner.bzl", "RUNNER_PYTHON")
+load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_PYTHON")
 
 def _cuda_toolchain_impl(ctx):
-    kit = ctx.attr.toolkit[CudaToolkitInfo]
     cuda = CudaToolchainInfo(
-        toolkit = kit,
+        toolkit = ctx.attr.toolkit[CudaToolkitInfo],
         python = ctx.attr.python,
-        nvcc = kit.nvcc,
-        nvcc_files = kit.nvcc_files,
-        cudafe = kit.cudafe,
-        cicc = kit.cicc,
-        ptxas = kit.ptxas,
-        tileiras = kit.tileiras,
-        fatbinary = kit.fatbinary,
-        nvlink = kit.nvlink,
-        link_stub = kit.link_stub,
-        headers = kit.headers,
-        host_headers = kit.host_headers,
-        cudadevrt = kit.cudadevrt,
         cudart = ctx.attr.cudart[CcInfo],
-        version = kit.version,
-        real_archs = kit.real_archs,
-        virtual_archs = kit.virtual_archs,
     )
     return [platform_common.ToolchainInfo(cuda = cuda), cuda]
 

@@ -2,9 +2,14 @@
 arch resolution. The actions themselves are emitted by actions/ (actions/step.bzl runs
 the step runner)."""
 
-load(":plan.bzl", "ACCEPTED_FORMS", "parse_arch_spec", "unsupported_archs")
 load(
-    ":settings.bzl",
+    "//rules_cuda_split/private/model:plan.bzl",
+    "ACCEPTED_FORMS",
+    "parse_arch_spec",
+    "unsupported_archs",
+)
+load(
+    "//rules_cuda_split/private/rules:settings.bzl",
     "CudaArchsSettingInfo",
     "CudaCompilerInfo",
     "CudaCoptsSettingInfo",
@@ -86,24 +91,25 @@ def resolve_archs(ctx, toolchain):
         origin = "archs = \"%s\"" % spec
     else:
         origin = "--@rules_cuda_split//cuda:archs=%s" % spec
+    kit = toolchain.toolkit
     groups, err = parse_arch_spec(spec)
     if err:
         fail("%s (%s): %s.\nCUDA %s supports: %s" % (
             ctx.label,
             origin,
             err,
-            toolchain.version,
-            ", ".join(toolchain.real_archs + toolchain.virtual_archs),
+            kit.version,
+            ", ".join(kit.real_archs + kit.virtual_archs),
         ))
-    bad = unsupported_archs(groups, toolchain.real_archs, toolchain.virtual_archs)
+    bad = unsupported_archs(groups, kit.real_archs, kit.virtual_archs)
     if bad:
         fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
               "Accepted forms: %s.\nThis SDK supports: %s") % (
             ctx.label,
             origin,
-            toolchain.version,
+            kit.version,
             ", ".join(bad),
             ACCEPTED_FORMS,
-            ", ".join(toolchain.real_archs + toolchain.virtual_archs),
+            ", ".join(kit.real_archs + kit.virtual_archs),
         ))
     return groups

@@ -1,6 +1,6 @@
 """`cuda_audit_test`: fails when a binary would JIT-compile PTX or fail on a listed GPU.
 
-A build action runs `cuda-split audit` (tools/cuda_split/audit.py, standard library only,
+A build action runs `cuda-split audit` (tools/cuda_split/commands/audit.py, standard library only,
 with the `python3` on the action's PATH as the step runner is run, no py_binary) on the
 binary's files and writes the report (output group `cuda_audit`) and the audit's exit
 status; the test prints the report and exits with that status. Both are emitted by

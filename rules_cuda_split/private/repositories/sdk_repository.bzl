@@ -12,6 +12,8 @@ Both layouts work: PyPI wheels (`bin nvvm include lib`) and NVIDIA's installers
 The functions not taking `rctx` are pure, so tests can run them without Bazel.
 """
 
+load("//rules_cuda_split/private/model:tools.bzl", "sdk_tool_globs")
+
 # Where an SDK is looked for after the attribute, CUDA_PATH, CUDA_HOME and PATH.
 DEFAULT_SDK_PATHS = ["/usr/local/cuda"]
 
@@ -243,7 +245,7 @@ def _quote_list(items, indent):
     return "[\n" + "".join(["%s    \"%s\",\n" % (pad, item) for item in items]) + pad + "]"
 
 # The SDK repository's BUILD file, with `%{name}` placeholders (sdk_build_file).
-SDK_BUILD_TEMPLATE = Label("//rules_cuda_split/private:sdk.BUILD.tpl")
+SDK_BUILD_TEMPLATE = Label("//rules_cuda_split/private/repositories:sdk.BUILD.tpl")
 
 def sdk_build_file(template, sdk):
     """The BUILD file of the SDK repository: `template` (sdk.BUILD.tpl) filled in.
@@ -285,7 +287,30 @@ cc_library(
         )
         for name in sorted(sdk.shared_libs.keys())
     ])
+
+    # Each tool's file group (sdk.BUILD.tpl's `%{tool_files}`), from the tools table; the
+    # libnvvm files found, by name, where a tool loads libnvvm. allow_empty: tileiras is
+    # only in newer SDKs (Bazel 8 fails on an empty glob otherwise).
+    libnvvm = sdk.libnvvm + getattr(sdk, "layout_links", [])
+    tool_files = ""
+    toolkit_tools = ""
+    for name, tool in sdk_tool_globs(inc = "%{inc}", lib = "%{lib}", libnvvm = []).items():
+        exclude = ""
+        if tool.exclude:
+            exclude = "        exclude = %s,\n" % _quote_list(tool.exclude, 8)
+        extra = ""
+        if tool.with_libnvvm and libnvvm:
+            extra = " + " + _quote_list(libnvvm, 4)
+        tool_files += "\nfilegroup(\n    name = \"%s_files\",\n    srcs = glob(\n" % name
+        tool_files += "        %s,\n%s        allow_empty = True,\n    )%s,\n)\n" % (
+            _quote_list(tool.include, 8),
+            exclude,
+            extra,
+        )
+        toolkit_tools += "    %s = [\":%s_files\"],\n" % (name, name)
     values = {
+        "tool_files": tool_files,
+        "toolkit_tools": toolkit_tools,
         "path": sdk.path,
         "source": sdk.source,
         "version": sdk.version,

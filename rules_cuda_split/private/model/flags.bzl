@@ -14,7 +14,7 @@ given as one argument (nvcc reads it as `-t` with the value " 4"; it splits no a
 at spaces).
 """
 
-load(":nvcc_options.bzl", "NVCC_OPTIONS", "NVCC_OPTION_REASONS")
+load("//rules_cuda_split/private/model:nvcc_options.bzl", "NVCC_OPTIONS", "NVCC_OPTION_REASONS")
 
 # Option name (long and short, no dashes) -> its entry in NVCC_OPTIONS, with its long name.
 _BY_NAME = dict(
