@@ -86,7 +86,7 @@ COMPONENTS: dict[str, tuple[str, list[str]]] = {
     "cusparse": ("nvidia-cusparse", ["nvjitlink"]),
     # cuSOLVER links against cuBLAS, cuSPARSE and nvJitLink: cuda-toolkit 13.2's and
     # 13.5's extra `cusolver` pins their wheels with it, and its headers include theirs
-    # (cusolverDn.h: cublas_v2.h; tests/test_sdk_headers.py fails without them).
+    # (cusolverDn.h: cublas_v2.h; tests/rules/test_sdk_headers.py fails without them).
     "cusolver": ("nvidia-cusolver", ["cublas", "cusparse", "nvjitlink"]),
     "cupti": ("nvidia-cuda-cupti", []),
     "nvrtc": ("nvidia-cuda-nvrtc", []),

@@ -5,7 +5,7 @@
 # (every op on the GPU against the CPU backend) is summed up as one line:
 #   <build>: N passed, M failed
 # Not run by CI: the Bazel build compiles ggml-cuda's 144 sources (CI compiles four, in
-# tests/test_ggml_bazel.py) and the runs need a GPU.
+# tests/rules/test_ggml_bazel.py) and the runs need a GPU.
 #
 #   bash scripts/ggml_gpu_check.sh --build [DIR]   # here, with Bazel (no GPU needed)
 #   bash DIR/ggml_gpu_check.sh DIR                 # on the GPU machine (no Bazel)

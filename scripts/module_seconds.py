@@ -22,12 +22,12 @@ import xml.etree.ElementTree as ET
 
 
 def module_seconds(junit_xml: str) -> dict[str, float]:
-    """{"tests/test_x.py": seconds} summed over the module's test cases (setup, call and
+    """{"tests/<area>/test_x.py": seconds} summed over the module's test cases (setup, call and
     teardown: JUnit's `time`), longest first."""
     totals: collections.Counter[str] = collections.Counter()
     for case in ET.parse(junit_xml).iter("testcase"):
         module = case.get("classname", "").split(".")
-        # classname is "tests.test_x" or "tests.test_x.TestClass".
+        # classname is "tests.<area>.test_x" or "tests.<area>.test_x.TestClass".
         name = next((i for i, part in enumerate(module) if part.startswith("test_")), None)
         if name is None:
             continue

@@ -14,7 +14,7 @@ Usage:
     python3 scripts/plan_vocabulary.py            rewrite both files
     python3 scripts/plan_vocabulary.py --check    exit 1, naming the stale files
 
-tests/test_plan_vocabulary.py runs `--check`; tests/test_plan_model.py checks what the
+tests/core/test_plan_vocabulary.py runs `--check`; tests/core/test_plan_model.py checks what the
 vocabulary says against nvcc's own dryrun.
 """
 

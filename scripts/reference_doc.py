@@ -365,7 +365,7 @@ def render(repo: pathlib.Path = REPO, starlark: pathlib.Path = STARLARK) -> str:
         "Every public rule, macro, provider, build setting and action emitter of "
         "rules_cuda_split, from the doc strings of its public files. How to use them: "
         "[rules.md](rules.md). Regenerate with `" + REGENERATE + "` "
-        "(`tests/test_reference_doc.py` fails when this file is stale).",
+        "(`tests/repo/test_reference_doc.py` fails when this file is stale).",
         "",
         "- [Build settings and toolchain types](#build-settings-and-toolchain-types)",
     ]

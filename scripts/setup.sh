@@ -111,7 +111,7 @@ find_sdk_root() {
 
 # The pinned wheels, as files: the same files (names and SHA-256) as the default version's
 # entries of rules_cuda_split/private/repositories/cuda_versions.bzl. scripts/cuda-wheels.txt is
-# generated from that table by scripts/cuda_version_table.py (tests/test_sdk_version.py
+# generated from that table by scripts/cuda_version_table.py (tests/rules/test_sdk_version.py
 # checks that it is current), so reading it here needs no network.
 download_cuda_wheels() {
     local want stamp="$WHEELS/.stamp"
@@ -308,7 +308,7 @@ write_bazelrc_user() {
 }
 
 # buildifier (Starlark formatter), pinned, from the npm registry into .cache/node; the
-# test suite checks every .bzl and BUILD file with it (tests/test_format.py).
+# test suite checks every .bzl and BUILD file with it (tests/repo/test_format.py).
 BUILDIFIER="@bazel/buildifier@8.2.1"
 install_buildifier() {
     local dir="$ROOT/.cache/node"

@@ -14,7 +14,7 @@ Usage:
         --nvcc 13.0=.sdk/$(python3 scripts/cuda_version_table.py --sdk-root)/bin/nvcc
 
 rewrites the file; a version given no `--nvcc` keeps what the checked-in table says of it;
-`--check` exits 1 when the file is stale instead of writing it (tests/test_time_trace.py).
+`--check` exits 1 when the file is stale instead of writing it (tests/core/test_time_trace.py).
 """
 
 from __future__ import annotations

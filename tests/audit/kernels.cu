@@ -1,4 +1,4 @@
-// Two tiny kernels: the audit tests' whole-program binary (tests/test_audit.py, BUILD.bazel).
+// Two tiny kernels: the audit tests' whole-program binary (tests/commands/test_audit.py, BUILD.bazel).
 #include <cstdio>
 
 __global__ void scale(float* x, float a, int n) {

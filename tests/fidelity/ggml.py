@@ -17,7 +17,7 @@ from support import corpus
 SPEC = "sm_80,sm_90"
 
 # Measured on 2 cores (docs/fidelity.md): split and nvcc of one file together, seconds.
-# Light files: the default suite (tests/test_ggml_fidelity.py).
+# Light files: the default suite (tests/fidelity/test_ggml_fidelity.py).
 LIGHT = (
     "src/ggml-cuda/arange.cu",
     "src/ggml-cuda/fill.cu",

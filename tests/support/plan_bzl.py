@@ -2,9 +2,9 @@
 
 There is no Python copy of plan.bzl: tests that need its arch parsing or the steps it
 predicts for a source outside Bazel (the fidelity harness, the comparison with nvcc's own
-`--dryrun` in tests/test_plan_model.py) run plan.bzl in the Starlark interpreter that
+`--dryrun` in tests/core/test_plan_model.py) run plan.bzl in the Starlark interpreter that
 scripts/setup.sh builds and read its answer as JSON. File names come from Python's
-`cuda_split.core.plan.file_name`, which tests/test_plan_model.py checks against plan.bzl's.
+`cuda_split.core.plan.file_name`, which tests/core/test_plan_model.py checks against plan.bzl's.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class LinkStepSpec(StepSpec):
     file_roles: list[str] = dataclasses.field(default_factory=list)
 
 
-LINK_INPUT = "input:"  # plan.bzl's LINK_INPUT (tests/test_plan_model.py checks it)
+LINK_INPUT = "input:"  # plan.bzl's LINK_INPUT (tests/core/test_plan_model.py checks it)
 
 
 def link_steps(spec: str) -> list[LinkStepSpec]:

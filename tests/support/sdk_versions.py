@@ -1,5 +1,6 @@
 """Every CUDA version of the version table as an SDK outside Bazel, for the tests that run
-nvcc and the split steps side by side (tests/test_fidelity.py, tests/test_ggml_fidelity.py).
+nvcc and the split steps side by side (tests/fidelity/test_fidelity.py,
+tests/fidelity/test_ggml_fidelity.py).
 
 The default version is the set-up's `.sdk/` (conftest's `sdk` fixture). Another version's
 compiler set (the table's default components) and cuobjdump are `pip download`ed once into

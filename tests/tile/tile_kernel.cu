@@ -1,6 +1,6 @@
 // A tile kernel (nvcc --enable-tile, CUDA 13.5) beside a SIMT one: cicc writes tile
 // bitcode as well as PTX, tileiras compiles it per real arch, and the object embeds a
-// second (tile) fatbinary. tests/test_tile.py compiles it split and with nvcc --keep;
+// second (tile) fatbinary. tests/core/test_tile.py compiles it split and with nvcc --keep;
 // :tile_run (BUILD.bazel) launches both kernels on a GPU.
 #include <cstdio>
 

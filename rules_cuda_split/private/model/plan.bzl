@@ -3,7 +3,7 @@ source and of a device link, and the table of actions that run them.
 
 This is the one Starlark definition of each; its Python counterpart is
 `tools/cuda_split/core/plan.py` (which derives the steps from nvcc's own `--dryrun`), and
-`tests/test_plan_model.py` checks that the two agree (kinds, file names, mnemonics) and
+`tests/core/test_plan_model.py` checks that the two agree (kinds, file names, mnemonics) and
 that the steps predicted here are the ones nvcc's dryrun (`-c`, and `-dlink` for a device
 link) has for the same flags.
 

@@ -1,5 +1,5 @@
 """What a ptxas with line information (nvcc -lineinfo, -G) writes beyond its command and
-its files: the mtime and size of each source its PTX names (tests/test_driver.py)."""
+its files: the mtime and size of each source its PTX names (tests/driver/test_driver.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ No protoc, no generated modules: `_SCHEMA` lists, per message, the fields the cl
 build/bazel/remote/execution/v2/remote_execution.proto, google/longrunning/operations.proto,
 google/rpc/status.proto and google/bytestream/bytestream.proto. Fields it does not use
 are left out; a server's messages parse all the same (unknown fields are kept).
-`tests/test_driver_remote.py` checks every field against BuildGrid's generated modules.
+`tests/remote/test_driver_remote.py` checks every field against BuildGrid's generated modules.
 The classes are built at import time in a private descriptor pool (`POOL`).
 """
 

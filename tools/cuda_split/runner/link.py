@@ -26,7 +26,7 @@ def write_registration(
     DEFINE_REGISTER_FUNC per linked source's module id, in link order, then one per
     module nvlink took from a library (libcudadevrt's, where device code launches
     kernels), from the nvlink steps' `prelinked` files (checked against nvcc -dlink's own
-    in tests/test_rdc.py)."""
+    in tests/rules/test_rdc.py)."""
     ids: list[str] = []
     for name in module_id_files:
         with open(name, encoding="ascii") as f:

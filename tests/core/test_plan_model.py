@@ -83,7 +83,7 @@ _OUTPUT_FLAGS = (
     "--embedded-fatbin",
     "--create",  # fatbinary's x.fatbin (the cuda_fatbin group)
     "--register-link-binaries",
-    "--tile_bc_file_name",  # cicc's tile bitcode (--enable-tile; tests/test_tile.py)
+    "--tile_bc_file_name",  # cicc's tile bitcode (--enable-tile; tests/core/test_tile.py)
 )
 _CUDAFE_OUTPUT_FLAGS = ("--gen_c_file_name", "--module_id_file_name")
 _KEEP_PATH = re.compile(re.escape(planlib.KEEP_DIR) + r'/[^"\s,]+')
@@ -172,7 +172,7 @@ def test_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> No
     marked = _dryrun([*flags, f"-Xcompiler={marker}"])
     gets = {s.kind for s in marked.steps if any(marker in a for a in s.argv)}
     for kind in planlib.STEP_KINDS:
-        # (The tile kinds are in no plan without --enable-tile: tests/test_tile.py.)
+        # (The tile kinds are in no plan without --enable-tile: tests/core/test_tile.py.)
         if kind not in gets and any(s.kind == kind for s in plain.steps):
             # nvcc plans this step the same with and without the host compiler's flags.
             (before,) = [s for s in plain.steps if s.kind == kind][:1]
@@ -187,7 +187,7 @@ def test_host_compiler_actions_are_those_whose_steps_get_xcompiler_flags() -> No
 # plan.bzl's device link against nvcc's own -dlink dryrun.
 
 # The rdc examples' specs (tests/rdc, examples/dynamic_parallelism and examples/gemm build
-# with the default sm_90, tests/test_buck2.py's specs with the others; examples/dlto has
+# with the default sm_90, tests/rules/test_buck2.py's specs with the others; examples/dlto has
 # lto_90), a PTX-only group (which links nothing), and mixed LTO.
 LINK_SPECS = [
     "sm_90",

@@ -552,7 +552,7 @@ def test_versions_switched_in_one_output_base_rerun_their_cuda_actions(
     build reruns every CUDA action of the first (docs/sdk.md, "Versions side by side":
     a transition that gave each version a directory of its own made a cc_library reached
     both from the top level and through a cuda_library two conflicting actions, as
-    tests/test_ggml_bazel.py's ggml-base showed; a disk or remote cache keeps both)."""
+    tests/rules/test_ggml_bazel.py's ggml-base showed; a disk or remote cache keeps both)."""
     target = "//examples/saxpy:saxpy"
     ran = []
     for i, version in enumerate(("13.0", "13.5", "13.0")):

@@ -13,7 +13,7 @@ import pytest
 from cuda_split.core import archlist
 from fidelity import harness
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_line_marker_files() -> None:

@@ -1,6 +1,6 @@
 """The host compile's action (driver/host_remote.py, `--remote-host-compile`): what it
 sends, and what keeps it on this machine. The run on a worker, with the object compared
-to nvcc's, is tests/test_driver_remote.py::test_remote_host_compile."""
+to nvcc's, is tests/remote/test_driver_remote.py::test_remote_host_compile."""
 
 from __future__ import annotations
 

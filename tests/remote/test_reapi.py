@@ -839,7 +839,7 @@ def test_checkouts_build_byte_identical_outputs(build_a: Build, checkouts: Check
     assert any(k.endswith(".ltoir") for k in examples)
     assert any(k.startswith("examples/dlto/") and k.endswith(".reg.c") for k in examples)
     # Device-side launches link libcudadevrt's module: registered after the source's, as
-    # nvcc -dlink does (tests/test_rdc.py compares the file with nvcc's).
+    # nvcc -dlink does (tests/rules/test_rdc.py compares the file with nvcc's).
     reg = examples["examples/dynamic_parallelism/_cuda/dynamic_parallelism_dlink/dlink/dlink.reg.c"]
     assert reg.startswith(b"#define NUM_PRELINKED_OBJECTS 2\n"), reg
     assert b"_cuda_device_runtime_cu_" in reg, reg

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 _SPEC = importlib.util.spec_from_file_location(
-    "aquery_digest", Path(__file__).resolve().parent.parent / "scripts" / "aquery_digest.py"
+    "aquery_digest", Path(__file__).resolve().parents[2] / "scripts" / "aquery_digest.py"
 )
 assert _SPEC and _SPEC.loader
 aquery_digest = importlib.util.module_from_spec(_SPEC)

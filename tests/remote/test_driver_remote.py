@@ -2,7 +2,7 @@
 
 The backend is tests/reapi/'s (BuildGrid on PostgreSQL, one worker that cannot see the
 host's CUDA installs, the project's SDK nor the test's files): root and the
-environment of `scripts/setup.sh`, as tests/test_reapi.py.
+environment of `scripts/setup.sh`, as tests/remote/test_reapi.py.
 
 - the messages of cuda_split.remote.reapi against BuildGrid's generated modules, field by field;
 - build directories A and B, each with its own empty local cache: A uploads, B takes
@@ -35,7 +35,7 @@ from reapi.backend import (
     free_port,
 )
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 HOST = ["-ccbin", "/usr/bin/gcc"]
 TWO_ARCHS = ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"]
 CACHED = ("cudafe", "cicc", "ptxas", "fatbinary")

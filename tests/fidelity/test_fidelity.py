@@ -48,7 +48,7 @@ OWN_SOURCES = sorted(
     p.relative_to(REPO).as_posix() for p in (REPO / "tests" / "fidelity" / "src").glob("*.cu")
 )
 EXAMPLE_SOURCES = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("examples/**/*.cu"))
-# The reproduction of a module id with a process id (tests/test_bazel.py builds it
+# The reproduction of a module id with a process id (tests/rules/test_bazel.py builds it
 # in two checkouts): template instances only.
 OWN_SOURCES.append("tests/determinism/t.cu")
 

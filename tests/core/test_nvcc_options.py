@@ -364,7 +364,7 @@ def test_bazel_builds_every_spelling_and_refuses_naming_the_flag() -> None:
 def test_host_options_of_copts_reach_only_the_host_compilers_actions() -> None:
     """copts' -Xcompiler pairs and --compiler-options (the table's `host` options) are in
     the actions that run the host compiler and not in cicc's and ptxas's, whose commands
-    nvcc plans the same without them (tests/test_plan_model.py): their keys do not change
+    nvcc plans the same without them (tests/core/test_plan_model.py): their keys do not change
     with host options. -Xptxas stays."""
     from support.bazel_util import bazel
 

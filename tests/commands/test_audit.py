@@ -19,7 +19,7 @@ import pytest
 
 from cuda_split.commands import audit
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 SRC = REPO / "tests" / "audit"
 HOST_CC = "/usr/bin/gcc"
 

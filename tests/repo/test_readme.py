@@ -2,7 +2,7 @@
 script, package, build setting or anchor, and it starts with the two commands of a fresh
 machine. Its MODULE.bazel snippet is checked against this repository's MODULE.bazel and
 extensions.bzl in the Starlark interpreter (no Bazel 7+ runs here); its WORKSPACE and BUILD
-snippets are built by tests/test_user_workspace.py.
+snippets are built by tests/rules/test_user_workspace.py.
 
 Unit tests: text and the Starlark interpreter only (well under a second).
 """

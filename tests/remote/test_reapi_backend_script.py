@@ -218,7 +218,7 @@ def test_worker_killed_mid_build_and_backend_down(
     script = Script(
         base / "backend.log",
         "--workers=2",
-        # The test's checkout and output bases, as tests/test_reapi.py hides them.
+        # The test's checkout and output bases, as tests/remote/test_reapi.py hides them.
         f"--hide={tmp_path_factory.getbasetemp()}",
     )
     try:

@@ -1,6 +1,6 @@
 """Real Bazel: analysis tests, action keys across arch sets, and a classic-layout SDK's
 device link under every strategy. (Reproducible outputs across checkouts, strategies and
-mtimes: tests/test_reapi.py, whose builds they share.)"""
+mtimes: tests/remote/test_reapi.py, whose builds they share.)"""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_per_arch_commands_do_not_depend_on_other_archs() -> None:
 
 def test_nvlink_commands_name_every_linked_arch() -> None:
     """As nvcc -dlink's: its plan passes nvlink `-report-arch` where several archs link
-    (tests/test_rdc.py), so an nvlink action's command names the binary's arch set; each
+    (tests/rules/test_rdc.py), so an nvlink action's command names the binary's arch set; each
     still reads only its own arch's cubins."""
 
     def nvlinks(archs: str) -> dict[str, list[str]]:

@@ -120,7 +120,8 @@ def test_compiler_form_answers_as_nvcc(sdk) -> None:
 @pytest.mark.parametrize("flag", ["-arch=sm_80 compute_90", "--gpu-architecture=sm_80 sm_90"])
 def test_an_arch_list_with_a_space_is_nvccs_refusal_quoting_it(sdk, tmp_path, flag) -> None:
     """nvcc-split reads no arch list itself: nvcc's plan refuses a space between archs,
-    naming the list as written (the Bazel rules refuse it too, tests/test_starlark_helpers.py)."""
+    naming the list as written (the Bazel rules refuse it too,
+    tests/rules/test_starlark_helpers.py)."""
     (tmp_path / "x.cu").write_text("__global__ void k() {}\n")
     nvcc = str(sdk / "bin" / "nvcc")
     proc = subprocess.run(

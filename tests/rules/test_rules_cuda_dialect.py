@@ -1,7 +1,7 @@
 """The rules_cuda dialect's pure helpers (rules_cuda_split/private/model/rules_cuda_attrs.bzl),
 run by a Starlark interpreter: how a `cuda_binary`/`cuda_test` macro's attributes are
 split between its library and its cc rule, as rules_cuda splits them, and the refusal
-messages. (tests/test_user_workspace.py builds a rules_cuda BUILD file with Bazel.)"""
+messages. (tests/rules/test_user_workspace.py builds a rules_cuda BUILD file with Bazel.)"""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ from conftest import MODULE_SECONDS, REPO, longest_modules_first
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
 <testcase classname="tests.test_a" name="t1" time="1.5"/>
-<testcase classname="tests.test_b" name="t1" time="30"/>
+<testcase classname="tests.driver.test_b" name="t1" time="30"/>
 <testcase classname="tests.test_a" name="t2" time="2.0"/>
-<testcase classname="tests.test_c.TestGroup" name="t1" time="4"/>
+<testcase classname="tests.core.test_c.TestGroup" name="t1" time="4"/>
 </testsuite></testsuites>
 """
 
@@ -31,8 +31,9 @@ def test_seconds_per_module_from_junit(tmp_path: pathlib.Path) -> None:
         check=True,
     ).stdout
     table = json.loads(out)
-    assert table == {"tests/test_b.py": 30.0, "tests/test_c.py": 4.0, "tests/test_a.py": 3.5}
-    assert list(table) == ["tests/test_b.py", "tests/test_c.py", "tests/test_a.py"]
+    b, c, a = "tests/driver/test_b.py", "tests/core/test_c.py", "tests/test_a.py"
+    assert table == {b: 30.0, c: 4.0, a: 3.5}
+    assert list(table) == [b, c, a]
 
 
 def test_longest_modules_first_keeps_unnamed_modules_in_order() -> None:

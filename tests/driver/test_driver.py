@@ -24,7 +24,7 @@ from cuda_split import driver
 from cuda_split.core import plan as planlib
 from cuda_split.driver import line_info
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 HOST = ["-ccbin", "/usr/bin/gcc"]
 ALL_CACHED = (*driver.CACHED_KINDS, *driver.PREPROCESS_KINDS)
 

@@ -46,7 +46,7 @@ import pytest
 from cuda_split import driver
 from support import corpus
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 # Light ggml-cuda sources (tests/fidelity/ggml.py LIGHT): about 20 s each on 2 cores.
 SUBSET = ("src/ggml-cuda/arange.cu", "src/ggml-cuda/fill.cu")
 ARCHS = "80-real;90"  # sm_80 cubin; compute_90 PTX and sm_90 cubin

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH = REPO / "tools" / "cuda_split" / "runner" / "launch.py"
 FAKE = "CUDA_SPLIT_TEST_PYTHON_VERSION"
 

@@ -3,7 +3,7 @@
 passed over without a line of output (it used to print a DEBUG line on every command).
 
 A throwaway workspace outside this repository, with only the SDK repository; the pure
-search is tested in tests/test_starlark_files.py.
+search is tested in tests/rules/test_starlark_files.py.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ repository overrides and the `--distdir` of the hermetic SDK's wheels come from 
 checkout's `.bazelrc.user` (what README's "Without internet" section tells users to
 write): the SDK is the one the README's WORKSPACE declares, NVIDIA's wheels unpacked by
 the rules, not this machine's. README's MODULE.bazel snippet cannot be built by Bazel
-4.2.3: tests/test_readme.py checks it against this repository's MODULE.bazel and
+4.2.3: tests/repo/test_readme.py checks it against this repository's MODULE.bazel and
 extensions.bzl in the Starlark interpreter.
 """
 

@@ -14,7 +14,7 @@ import pytest
 
 from cuda_split.driver import time_traces
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 SOURCE = """
 template <typename T> __device__ T twice(T x) { return x + x; }
 __global__ void scale(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] = twice(x[i]); }

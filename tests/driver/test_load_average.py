@@ -7,10 +7,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from test_jobserver import Recorder, fake_nodes
 
 from cuda_split import driver
 from cuda_split.driver import sysload
-from test_jobserver import Recorder, fake_nodes
 
 
 def test_parse_runnable():

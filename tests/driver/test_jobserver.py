@@ -17,12 +17,12 @@ import time
 import types
 
 import pytest
+from test_driver import CASES, HOST, _nvcc, run_nvcc
 
 from cuda_split import driver
 from cuda_split.driver import jobserver as jobserverlib
-from test_driver import CASES, HOST, _nvcc, run_nvcc
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------------------

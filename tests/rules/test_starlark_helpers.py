@@ -1,6 +1,6 @@
 """The pure Starlark helpers (rules_cuda_split/private/model/plan.bzl), run by a Starlark
 interpreter: the arch syntax, its errors, the steps of a source and their file names.
-(tests/test_plan_model.py compares plan.bzl's steps with nvcc's own dryrun.)"""
+(tests/core/test_plan_model.py compares plan.bzl's steps with nvcc's own dryrun.)"""
 
 from __future__ import annotations
 

@@ -164,4 +164,4 @@ def test_readme_compatibility_table_names_each_version_and_its_guards() -> None:
             assert "not run here" in rows[version], version
         for name in re.findall(r"`(tests/[\w/]+\.py)`", section):
             assert (REPO / name).is_file(), name
-        assert "tests/test_bazel9_symbols.py" in rows["9.x"]
+        assert "tests/rules/test_bazel9_symbols.py" in rows["9.x"]
