@@ -54,7 +54,7 @@ cores=$(nproc)
 export PYTHONUNBUFFERED=1
 run=(python3 benchmarks/run.py compare --examples none --scenarios 1 --repeats 2
     --corpus-dir "$corpus" --nvcc "$nvcc" --jobs "$cores" --seed "$seed" --out "$out"
-    --raw-dir "$out/raw" --work-dir /tmp/bazel-scale-work)
+    --raw-dir "$out/raw" --work-dir /tmp/bazel-scale-work --bazel-targets //bench/ggml:ggml_cuda)
 echo "start $(date -u +%T) cores $cores seed $seed"
 "${run[@]}" --label "$label-sm90" --archs sm_90 --sample "${ONE_ARCH:-16}" \
     --configs nvcc,bazel-split,bazel-mono
