@@ -107,6 +107,8 @@ def nvcc_keep(sdk: pathlib.Path, work: pathlib.Path, args: list[str]) -> pathlib
     return obj
 
 
+# BuildGrid's venv, which only the full set-up installs: not the quick tier's.
+@pytest.mark.backend
 def test_messages_match_buildgrids_generated_modules() -> None:
     """Every field of cuda_split.remote.reapi's messages has the number, type and label of the
     same field in BuildGrid's modules generated from the REAPI protos."""
