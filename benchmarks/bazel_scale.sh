@@ -36,7 +36,9 @@ start)
 wait)
     [ -f "$log" ] || { echo "bazel_scale.sh: no run here ($log missing)" >&2; exit 3; }
     end=$((SECONDS + ${WAIT_S:-540}))
-    while ((SECONDS < end)) && ! grep -q '^all done' "$log"; do sleep 5; done
+    # Until the run ends (done, or dead: no `run` process left) or WAIT_S passes.
+    while ((SECONDS < end)) && ! grep -q '^all done' "$log" &&
+        pgrep -f "bazel_scale.sh run" >/dev/null; do sleep 5; done
     tail -n 30 "$log"
     tar czf "$out/results.tgz" -C "$out" --exclude results.tgz . 2>/dev/null
     grep -q '^all done' "$log"
