@@ -25,24 +25,17 @@ nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 corpus=${CORPUS_DIR:-.cache/corpus/ggml-0.3.36}
 seed=${SEED:-7}
 
+source "$(dirname "$0")/../scripts/background.sh"
 case $cmd in
 start)
-    label=${2:?bazel_scale.sh start LABEL}
-    mkdir -p "$out"
-    setsid nohup bash "$0" run "$label" >"$log" 2>&1 </dev/null &
-    echo "bazel_scale.sh: started, log $log"
+    bg_start "$log" "$0" "${2:?bazel_scale.sh start LABEL}"
     exit 0
     ;;
 wait)
-    [ -f "$log" ] || { echo "bazel_scale.sh: no run here ($log missing)" >&2; exit 3; }
-    end=$((SECONDS + ${WAIT_S:-540}))
-    # Until the run ends (done, or dead: no `run` process left) or WAIT_S passes.
-    while ((SECONDS < end)) && ! grep -q '^all done' "$log" &&
-        pgrep -f "bazel_scale.sh run" >/dev/null; do sleep 5; done
-    tail -n 30 "$log"
+    bg_wait "$log" "$0"
+    rc=$?
     tar czf "$out/results.tgz" -C "$out" --exclude results.tgz . 2>/dev/null
-    grep -q '^all done' "$log"
-    exit
+    exit $rc
     ;;
 run) label=${2:?bazel_scale.sh run LABEL} ;;
 *)
