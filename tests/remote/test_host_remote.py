@@ -12,6 +12,7 @@ import pytest
 from cuda_split.core import plan as planlib
 from cuda_split.driver import host_remote
 from cuda_split.driver.common import Node
+from cuda_split.driver.step_cache import StepCache
 
 
 def _sdk(root: pathlib.Path, include: str = "include") -> pathlib.Path:
@@ -32,7 +33,7 @@ def _node(argv: list[str], inputs: dict[str, str]) -> Node:
         pass
 
     cmd = Cmd()
-    cmd.argv = argv  # type: ignore[attr-defined]
+    cmd.argv = argv
     return Node(0, planlib.Step(planlib.HOST_COMPILE, argv), cmd, inputs, {})  # type: ignore[arg-type]
 
 
@@ -225,6 +226,20 @@ def test_what_keeps_the_host_compile_here(tmp_path: pathlib.Path, monkeypatch) -
     assert spec.no_remote_exec.startswith("-g:")
 
 
+def _step_cache(
+    opts: types.SimpleNamespace,
+    remote: object,
+    spec: object,
+    here: object,
+    key_parts: object = None,
+) -> StepCache:
+    """A StepCache of /src/k.cu without a local cache, whose steps all have the hermetic
+    form `spec` and run here by calling `here(node, step)`."""
+    keys = types.SimpleNamespace(spec=lambda n: spec, key_parts=key_parts)
+    texts = types.SimpleNamespace(materialize=lambda paths, run: (None, False))
+    return StepCache(opts, "/src/k.cu", None, remote, keys, texts, here, lambda n: None)  # type: ignore[arg-type]
+
+
 def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -232,7 +247,6 @@ def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
     worker lacks something (a warning, without --explain); where it fails here too, it is
     the source's error (gcc's -Werror=shadow, which cudafe++ does not see), said by gcc
     alone, without a warning that blames the workers."""
-    from cuda_split.driver.runner import Runner
     from cuda_split.hermetic import HermeticStep
 
     class Remote:
@@ -248,18 +262,14 @@ def test_a_worker_failure_warns_only_where_the_compile_then_succeeds_here(
             return None, "remote execution exited 1 (k.cu:2:22: error: ...)"
 
     for local_rc, warned in ((0, True), (1, False)):
-        runner = object.__new__(Runner)
-        runner.opts = types.SimpleNamespace(verbose=False)
-        runner.source = "/src/k.cu"
-        runner.remote = Remote()  # type: ignore[assignment]
         node = _node(["/usr/bin/gcc", "-c", "in.cpp", "-o", "k.o"], {})
-        runner._specs = {node.index: HermeticStep(["gcc"], {}, {}, {}, {}, "", "")}
 
-        def execute(n: Node, rc: int = local_rc) -> None:
+        def here(n: Node, step: Node | None, rc: int = local_rc) -> None:
             n.rc = rc
 
-        runner._execute = execute  # type: ignore[method-assign]
-        runner._run_remote_only(node)
+        spec = HermeticStep(["gcc"], {}, {}, {}, {}, "", "")
+        steps = _step_cache(types.SimpleNamespace(verbose=False), Remote(), spec, here)
+        steps.run_remote_only(node)
         assert node.rc == local_rc
         assert node.explain.endswith("; run locally"), node.explain
         err = capsys.readouterr().err
@@ -274,7 +284,6 @@ def test_a_plan_step_that_fails_only_on_the_worker_warns(
     --explain, once a compilation (a silent fallback hid ptxas's read-only /tmp on the
     workers of issue 31's runs). A backend that cannot be reached says nothing per step
     (it warns once)."""
-    from cuda_split.driver.runner import Runner
     from cuda_split.hermetic import HermeticStep
 
     class Remote:
@@ -296,26 +305,21 @@ def test_a_plan_step_that_fails_only_on_the_worker_warns(
     exited = "remote execution exited 255 (ptxas fatal   : Could not open output file)"
     unreachable = "remote execution failed: UNAVAILABLE"
     for note, local_rc, warned in ((exited, 0, True), (exited, 1, False), (unreachable, 0, False)):
-        runner = object.__new__(Runner)
-        runner.opts = types.SimpleNamespace(verbose=False, remote_exec=True, remote_upload=False)
-        runner.source, runner.cache = "/src/k.cu", None
-        runner.remote = Remote(note)  # type: ignore[assignment]
-        runner.texts = types.SimpleNamespace(materialize=lambda paths, run: (None, False))
-        runner.key_parts = lambda n: {"cmd": "ptxas"}  # type: ignore[method-assign]
+        opts = types.SimpleNamespace(verbose=False, remote_exec=True, remote_upload=False)
         node = Node(0, planlib.Step(planlib.PTXAS, [], "sm_90"), None, {}, {})  # type: ignore[arg-type]
-        runner._specs = {node.index: HermeticStep(["ptxas"], {}, {}, {}, {}, "", "")}
+        spec = HermeticStep(["ptxas"], {}, {}, {}, {}, "", "")
 
-        def here(n: Node, step: Node | None = None, rc: int = local_rc) -> None:
+        def here(n: Node, step: Node | None, rc: int = local_rc) -> None:
             n.rc = rc
 
-        runner._execute_here = here  # type: ignore[method-assign]
-        runner._run_cached(node)
+        steps = _step_cache(opts, Remote(note), spec, here, lambda n: {"cmd": "ptxas"})
+        steps.run(node)
         assert node.rc == local_rc and node.cache == "miss"
         err = capsys.readouterr().err
         assert ("k.cu: ptxas[sm_90] did not run on the worker (remote execution exited" in err) == (
             warned
         ), err
-        runner._run_cached(node)  # another step of the compilation: said once
+        steps.run(node)  # another step of the compilation: said once
         assert "did not run on the worker" not in capsys.readouterr().err
 
 
@@ -323,7 +327,8 @@ def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> Non
     """Nothing the remote does may break the build: an SDK header that cannot be read (the
     compile may not need it), making the spec or the action, leaves the host compile to
     run here, saying why under --explain."""
-    from cuda_split.driver import runner as runnerlib
+    from cuda_split.driver import step_keys
+    from cuda_split.driver.preprocess import Texts
     from cuda_split.hermetic import HermeticStep
 
     class Remote:
@@ -332,15 +337,12 @@ def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> Non
         def prepare(self, spec: HermeticStep) -> object:
             raise PermissionError(13, "Permission denied", "sdk/include/secret.h")
 
-    runner = object.__new__(runnerlib.Runner)
-    runner.opts = types.SimpleNamespace(verbose=False, remote_host_compile=True)
-    runner.source = "/src/k.cu"
-    runner.remote = Remote()  # type: ignore[assignment]
     node = _node(["/usr/bin/gcc", "-c", "in.cpp", "-o", "k.o"], {})
-    runner._specs = {node.index: HermeticStep(["gcc"], {}, {}, {}, {}, "", "")}
     ran: list[Node] = []
-    runner._execute = lambda n: ran.append(n) or setattr(n, "rc", 0)  # type: ignore[method-assign]
-    runner._run_remote_only(node)
+    opts = types.SimpleNamespace(verbose=False, remote_host_compile=True)
+    spec = HermeticStep(["gcc"], {}, {}, {}, {}, "", "")
+    steps = _step_cache(opts, Remote(), spec, lambda n, step: ran.append(n) or setattr(n, "rc", 0))
+    steps.run_remote_only(node)
     assert ran == [node] and node.rc == 0
     assert node.explain.startswith("run locally: its action cannot be made: "), node.explain
     assert "secret.h" in node.explain
@@ -348,12 +350,9 @@ def test_an_action_that_cannot_be_made_runs_the_compile_here(monkeypatch) -> Non
     def broken(*args: object) -> HermeticStep:
         raise OSError(5, "Input/output error", "k.cudafe1.cpp")
 
-    monkeypatch.setattr(runnerlib, "host_compile_spec", broken)
-    runner._specs = {}
-    runner.files, runner.sdk_top, runner.work_dir = {}, "/sdk", "/work"
-    runner.key_env, runner.libdevice = {}, ""
-    runner._compiler_id = lambda c: "ID"  # type: ignore[method-assign]
-    spec = runner.spec(node)
+    monkeypatch.setattr(step_keys, "host_compile_spec", broken)
+    keys = step_keys.StepKeys({}, "/sdk/bin/nvcc", "/work", {}, None, Texts(), True)
+    spec = keys.spec(node)
     assert spec.no_remote_exec.startswith("its action cannot be made: "), spec.no_remote_exec
 
 

@@ -26,7 +26,9 @@ from cuda_split.driver.executor import load_limit, open_pool, run_dag
 from cuda_split.driver.invocation import Invocation, Option, analyze, dependency_text, read_options
 from cuda_split.driver.options import Options, parse_driver_args, split_command_line
 from cuda_split.driver.preprocess import preprocess_depends_on_cwd
-from cuda_split.driver.runner import CACHED_KINDS, PREPROCESS_KINDS, Runner
+from cuda_split.driver.preprocess_cache import PREPROCESS_KINDS
+from cuda_split.driver.runner import Runner
+from cuda_split.driver.step_cache import CACHED_KINDS
 
 __all__ = [
     "CACHED_KINDS",
