@@ -590,17 +590,16 @@ _BZL_PACKAGES = [
 
 
 def _bzl_libraries(package: str) -> dict[str, tuple[list[str], list[str]]]:
-    """The bzl_library targets of a package's BUILD.bazel: name -> (srcs, deps)."""
+    """The bzl_library targets of a package's BUILD.bazel, declared by its one
+    `bzl_libraries({stem: deps})` (private/rules/bzl_libraries.bzl: the target
+    `<stem>_bzl` of srcs `[<stem>.bzl]`): name -> (srcs, deps)."""
     text = (REPO / package / "BUILD.bazel").read_text()
-    out = {}
-    for body in re.findall(r"^bzl_library\((.*?)^\)", text, re.M | re.S):
-        name = re.search(r'name = "([^"]+)"', body).group(1)
-        lists = {
-            k: re.findall(r'"([^"]+)"', v)
-            for k, v in re.findall(r"(srcs|deps) = \[(.*?)\]", body, re.S)
-        }
-        out[name] = (lists.get("srcs", []), lists.get("deps", []))
-    return out
+    assert "bzl_library(" not in text, package
+    (table,) = re.findall(r"^bzl_libraries\(\{$(.*?)^\}\)$", text, re.M | re.S)
+    return {
+        f"{stem}_bzl": ([f"{stem}.bzl"], re.findall(r'"([^"]+)"', deps))
+        for stem, deps in re.findall(r'^    "(\w+)": \[(.*?)\],$', table, re.M | re.S)
+    }
 
 
 def test_every_bzl_file_is_a_bzl_library_with_what_it_loads() -> None:
