@@ -32,9 +32,9 @@ def _nvcc(sdk: pathlib.Path, *args: str) -> None:
     )
 
 
-def _step(sdk: pathlib.Path, *args: str) -> None:
-    env = dict(os.environ, PYTHONPATH=str(TOOLS))
-    proc = subprocess.run(
+def _run_step(sdk: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The step runner (`python3 -m cuda_split.runner.main`) with `args`, as an action runs it."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -46,11 +46,15 @@ def _step(sdk: pathlib.Path, *args: str) -> None:
             *args,
         ],
         cwd=REPO,
-        env=env,
+        env=dict(os.environ, PYTHONPATH=str(TOOLS)),
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def _step(sdk: pathlib.Path, *args: str) -> None:
+    proc = _run_step(sdk, *args)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -293,29 +297,16 @@ def test_nvlink_without_device_runtime_fails_naming_it(
     cubin = split_compile(
         linkable_sdk, SOURCES[1], "sm_80", ["-rdc=true"], tmp_path / "split"
     ).paths["cubin:sm_80"]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cuda_split.runner.main",
-            "--nvcc",
-            str(sdk / "bin" / "nvcc"),
-            "--host-compiler",
-            HOST_COMPILER,
-            "--kind",
-            "nvlink",
-            "--arch",
-            "sm_80",
-            "--link-input",
-            str(cubin),
-            f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
-            "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
-        ],
-        cwd=REPO,
-        env=dict(os.environ, PYTHONPATH=str(TOOLS)),
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = _run_step(
+        sdk,
+        "--kind",
+        "nvlink",
+        "--arch",
+        "sm_80",
+        "--link-input",
+        str(cubin),
+        f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
+        "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
     )
     assert proc.returncode != 0
     assert "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of" in proc.stderr
