@@ -196,6 +196,11 @@ def bzl(voc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _py_tuple(items: list[str]) -> str:
+    """A Python tuple of `items`, on one line where it fits (no trailing comma but for one)."""
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
 def py(voc: dict[str, Any]) -> str:
     out = [
         *_head("plan.py"),
@@ -209,10 +214,10 @@ def py(voc: dict[str, Any]) -> str:
             voc,
             lambda kinds: _q("+".join(kinds)) + ": {",
             '        "{name}": {value},',
-            lambda files: f"({''.join(f + ', ' for f in files)})",
+            _py_tuple,
             "    },",
         ),
-        *_mnemonics(voc, lambda consts: f"({''.join(c + ', ' for c in consts)})"),
+        *_mnemonics(voc, _py_tuple),
     ]
     return "\n".join(out) + "\n"
 
