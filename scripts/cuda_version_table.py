@@ -239,23 +239,18 @@ def _pypi(name: str) -> dict:
         return json.load(resp)
 
 
+def pip_download(requirement: str, dest: str) -> None:
+    """`pip download` of the one wheel `requirement` names (no dependencies) into `dest`."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", requirement, "-d", dest],
+        check=True,
+    )
+
+
 def toolkit_requires(version: str) -> dict[str, str]:
     """The cuda-toolkit meta-package's pins, from the wheel pip downloads."""
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                f"cuda-toolkit=={version}",
-                "-d",
-                tmp,
-            ],
-            check=True,
-        )
+        pip_download(f"cuda-toolkit=={version}", tmp)
         (wheel,) = pathlib.Path(tmp).glob("*.whl")
         with zipfile.ZipFile(wheel) as z:
             meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))

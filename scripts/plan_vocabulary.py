@@ -25,6 +25,7 @@ import json
 import pathlib
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -124,81 +125,99 @@ _ACTIONS_DOC = (
 )
 
 
-def bzl(voc: dict[str, Any]) -> str:
-    out = [
+def _head(reexporter: str) -> list[str]:
+    """The module docstring of the file that `reexporter` re-exports."""
+    return [
         '"""The plan\'s vocabulary: step kinds, file names, link inputs and the actions',
-        "that run the steps. plan.bzl re-exports every name.",
+        f"that run the steps. {reexporter} re-exports every name.",
         "",
         HEADER,
         '"""',
         "",
-        *_constants(voc, "list"),
-        "",
-        *_wrap(_ACTIONS_DOC),
-        "ACTIONS = {",
     ]
-    for a in voc["actions"]:
-        out += ["    " + ln for ln in _wrap(a["doc"], 84)]
-        key = ' + "+" + '.join(_const(k) for k in a["kinds"])
-        out += [
-            f"    {key}: struct(",
-            f"        mnemonic = {_q(a['mnemonic'])},",
-            f"        progress = {_q(a['progress'])},",
-            f"        sdk_files = [{', '.join(_q(f) for f in a['sdk_files'])}],",
-            f"        reads_source = {a['reads_source']},",
-            f"        host_compiler = {a['host_compiler']},",
-            "    ),",
-        ]
-    out += [
+
+
+def _mnemonics(voc: dict[str, Any], kinds: Callable[[list[str]], str]) -> list[str]:
+    """The table of each action's mnemonic -> `kinds(its kinds' constants)`."""
+    return [
         "}",
         "",
         "# Each action's mnemonic -> the kinds it runs.",
         "MNEMONICS = {",
         *[
-            f"    {_q(a['mnemonic'])}: [{', '.join(_const(k) for k in a['kinds'])}],"
+            f"    {_q(a['mnemonic'])}: {kinds([_const(k) for k in a['kinds']])},"
             for a in voc["actions"]
         ],
         "}",
     ]
+
+
+def _actions(
+    voc: dict[str, Any],
+    head: Callable[[list[str]], str],
+    field: str,
+    files: Callable[[list[str]], str],
+    close: str,
+) -> list[str]:
+    """ACTIONS's entries: `head(kinds)` opens one, `field` formats a field line from its
+    name and value, `files(quoted tool names)` is the value of `sdk_files`."""
+    out = []
+    for a in voc["actions"]:
+        out += ["    " + ln for ln in _wrap(a["doc"], 84)]
+        out.append(f"    {head(a['kinds'])}")
+        values = {
+            "mnemonic": _q(a["mnemonic"]),
+            "progress": _q(a["progress"]),
+            "sdk_files": files([_q(f) for f in a["sdk_files"]]),
+            "reads_source": a["reads_source"],
+            "host_compiler": a["host_compiler"],
+        }
+        out += [field.format(name=name, value=value) for name, value in values.items()]
+        out.append(close)
+    return out
+
+
+def bzl(voc: dict[str, Any]) -> str:
+    out = [
+        *_head("plan.bzl"),
+        *_constants(voc, "list"),
+        "",
+        *_wrap(_ACTIONS_DOC),
+        "ACTIONS = {",
+        *_actions(
+            voc,
+            lambda kinds: ' + "+" + '.join(_const(k) for k in kinds) + ": struct(",
+            "        {name} = {value},",
+            lambda files: f"[{', '.join(files)}]",
+            "    ),",
+        ),
+        *_mnemonics(voc, lambda consts: f"[{', '.join(consts)}]"),
+    ]
     return "\n".join(out) + "\n"
+
+
+def _py_tuple(items: list[str]) -> str:
+    """A Python tuple of `items`, on one line where it fits (no trailing comma but for one)."""
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 def py(voc: dict[str, Any]) -> str:
     out = [
-        '"""The plan\'s vocabulary: step kinds, file names, link inputs and the actions',
-        "that run the steps. plan.py re-exports every name.",
-        "",
-        HEADER,
-        '"""',
-        "",
+        *_head("plan.py"),
         "from __future__ import annotations",
         "",
         *_constants(voc, "tuple"),
         "",
         *_wrap(_ACTIONS_DOC),
         "ACTIONS: dict[str, dict[str, object]] = {",
-    ]
-    for a in voc["actions"]:
-        out += ["    " + ln for ln in _wrap(a["doc"], 84)]
-        out += [
-            f"    {_q('+'.join(a['kinds']))}: {{",
-            f'        "mnemonic": {_q(a["mnemonic"])},',
-            f'        "progress": {_q(a["progress"])},',
-            f'        "sdk_files": ({"".join(_q(f) + ", " for f in a["sdk_files"])}),',
-            f'        "reads_source": {a["reads_source"]},',
-            f'        "host_compiler": {a["host_compiler"]},',
+        *_actions(
+            voc,
+            lambda kinds: _q("+".join(kinds)) + ": {",
+            '        "{name}": {value},',
+            _py_tuple,
             "    },",
-        ]
-    out += [
-        "}",
-        "",
-        "# Each action's mnemonic -> the kinds it runs.",
-        "MNEMONICS = {",
-        *[
-            f"    {_q(a['mnemonic'])}: ({''.join(_const(k) + ', ' for k in a['kinds'])}),"
-            for a in voc["actions"]
-        ],
-        "}",
+        ),
+        *_mnemonics(voc, _py_tuple),
     ]
     return "\n".join(out) + "\n"
 

@@ -8,6 +8,9 @@ _MODE = "//cuda:compile_mode"
 _ARCH_LIST = "//cuda:device_arch_list"
 _COPTS = "//cuda:copts"
 
+# Split mode, with an arch spec of a virtual arch with two real ones and a plain real arch.
+_SPLIT_MIXED_ARCHS = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"}
+
 def _actions_by_mnemonic(env):
     counts = {}
     for action in analysistest.target_actions(env):
@@ -68,7 +71,7 @@ def _action_counts_impl(ctx):
 
 action_counts_test = analysistest.make(
     _action_counts_impl,
-    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+    config_settings = _SPLIT_MIXED_ARCHS,
 )
 
 def _own_arch_only_impl(ctx):
@@ -98,7 +101,7 @@ def _own_arch_only_impl(ctx):
 
 own_arch_only_test = analysistest.make(
     _own_arch_only_impl,
-    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+    config_settings = _SPLIT_MIXED_ARCHS,
 )
 
 def _per_arch_list_impl(ctx):
@@ -126,11 +129,7 @@ def _per_arch_list_impl(ctx):
 
 per_arch_list_test = analysistest.make(
     _per_arch_list_impl,
-    config_settings = {
-        _ARCHS: "compute_80:sm_80,sm_86;sm_90",
-        _ARCH_LIST: "per_arch",
-        _MODE: "split",
-    },
+    config_settings = dict(_SPLIT_MIXED_ARCHS.items() + [(_ARCH_LIST, "per_arch")]),
 )
 
 def _expect_failure_impl(ctx):
@@ -138,12 +137,17 @@ def _expect_failure_impl(ctx):
     asserts.expect_failure(env, ctx.attr.message)
     return analysistest.end(env)
 
-per_arch_list_mono_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-    config_settings = {_MODE: "mono", _ARCH_LIST: "per_arch"},
-)
+def failure_test(config_settings = {}):
+    """The rule of analysis tests that their target fails with `message` (a part of the
+    error), built under `config_settings`."""
+    return analysistest.make(
+        _expect_failure_impl,
+        expect_failure = True,
+        attrs = {"message": attr.string()},
+        config_settings = config_settings,
+    )
+
+per_arch_list_mono_test = failure_test({_MODE: "mono", _ARCH_LIST: "per_arch"})
 
 def _mono_impl(ctx):
     env = analysistest.begin(ctx)
@@ -157,25 +161,11 @@ mono_test = analysistest.make(
     config_settings = {_ARCHS: "sm_80,sm_90", _MODE: "mono"},
 )
 
-bad_archs_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-)
+bad_archs_test = failure_test()
 
-bad_flag_archs_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-    config_settings = {_ARCHS: "sm_90,sm_4x"},
-)
+bad_flag_archs_test = failure_test({_ARCHS: "sm_90,sm_4x"})
 
-spaced_flag_archs_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-    config_settings = {_ARCHS: "sm_80 compute_90"},
-)
+spaced_flag_archs_test = failure_test({_ARCHS: "sm_80 compute_90"})
 
 def _nvlink_per_arch_impl(ctx):
     env = analysistest.begin(ctx)
@@ -211,7 +201,7 @@ def _nvlink_per_arch_impl(ctx):
 
 nvlink_per_arch_test = analysistest.make(
     _nvlink_per_arch_impl,
-    config_settings = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"},
+    config_settings = _SPLIT_MIXED_ARCHS,
 )
 
 def _no_rdc_no_link_impl(ctx):
@@ -288,12 +278,7 @@ flags_build_copts_test = analysistest.make(
     config_settings = {_MODE: "split", _COPTS: ["-lineinfo", "--threads=2"]},
 )
 
-build_copts_refused_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-    config_settings = {_COPTS: ["-lineinfo", "-ptx"]},
-)
+build_copts_refused_test = failure_test({_COPTS: ["-lineinfo", "-ptx"]})
 
 # Output groups: of a cuda_library in either mode, and of a cuda_binary (its library,
 # the libraries along its deps, and the device link).

@@ -11,6 +11,7 @@ load(
     "emit_compile_split",
     "resolve_archs",
 )
+load(":analysis_tests.bzl", "failure_test")
 
 def _compile_one_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
@@ -54,13 +55,4 @@ public_emitter_test = analysistest.make(
     config_settings = {"//cuda:archs": "sm_90", "//cuda:compile_mode": "split"},
 )
 
-def _expect_failure_impl(ctx):
-    env = analysistest.begin(ctx)
-    asserts.expect_failure(env, ctx.attr.message)
-    return analysistest.end(env)
-
-public_emitter_failure_test = analysistest.make(
-    _expect_failure_impl,
-    expect_failure = True,
-    attrs = {"message": attr.string()},
-)
+public_emitter_failure_test = failure_test()

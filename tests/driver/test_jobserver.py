@@ -6,6 +6,7 @@ but the process cannot use falls back to -j; and a compile under a real `make -j
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import pathlib
 import shlex
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 
 import pytest
 from test_driver import CASES, HOST, _nvcc, run_nvcc
@@ -160,7 +162,22 @@ def test_tokens_returned_after_exception(server):
     js = connect_fifo(server)
     with pytest.raises(RuntimeError, match="a bug in a step"):
         driver.run_dag(fake_nodes(12), Recorder(raise_at=3), jobs=64, jobserver=js)
-    assert js.held == 0
+    _close_holding(js, server, 0)
+
+
+@contextlib.contextmanager
+def _sigint(handler: object) -> Iterator[None]:
+    """SIGINT handled by `handler` inside the block, by the handler before it after."""
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _close_holding(js: jobserverlib.Jobserver, server: jobserverlib.Server, held: int) -> None:
+    """`js` holds `held` tokens; closing it gives them back: the server has its 2 again."""
+    assert js.held == held
     js.close()
     assert server.available() == 2
 
@@ -168,22 +185,16 @@ def test_tokens_returned_after_exception(server):
 def test_tokens_returned_after_keyboard_interrupt(server):
     # interrupt_main() does nothing where SIGINT is ignored, as it is for a background
     # job of a non-interactive shell (`pytest &`, some CI runners): use Python's handler.
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with _sigint(signal.default_int_handler):
         js = connect_fifo(server)
         with pytest.raises(KeyboardInterrupt):
             driver.run_dag(fake_nodes(30), Recorder(interrupt_at=5), jobs=64, jobserver=js)
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert js.held == 0
-    js.close()
-    assert server.available() == 2
+    _close_holding(js, server, 0)
 
 
 def test_interrupt_during_token_read_keeps_the_token(server, monkeypatch):
     """Ctrl-C just as a token is read: KeyboardInterrupt comes once the token is recorded
     as held (so the executor's safety net gives it back), not in between."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     real_read = os.read
 
     def read_then_interrupt(fd: int, n: int) -> bytes:
@@ -193,23 +204,18 @@ def test_interrupt_during_token_read_keeps_the_token(server, monkeypatch):
             pass
         return data
 
-    try:
+    with _sigint(signal.default_int_handler):
         js = connect_fifo(server)
         monkeypatch.setattr(jobserverlib.os, "read", read_then_interrupt)
         with pytest.raises(KeyboardInterrupt):
             js.try_acquire()
         monkeypatch.undo()
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert js.held == 1
-    js.close()
-    assert server.available() == 2
+    _close_holding(js, server, 1)
 
 
 def test_interrupt_ignored_during_token_read(server, monkeypatch):
     """Where SIGINT is ignored (a background job), a signal noted during the read raises
     nothing afterwards, and SIGINT stays ignored."""
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     real_read = os.read
 
     def read_then_signal(fd: int, n: int) -> bytes:
@@ -217,17 +223,13 @@ def test_interrupt_ignored_during_token_read(server, monkeypatch):
         os.kill(os.getpid(), signal.SIGINT)  # reaches the handler swapped in meanwhile
         return data
 
-    try:
+    with _sigint(signal.SIG_IGN):
         js = connect_fifo(server)
         monkeypatch.setattr(jobserverlib.os, "read", read_then_signal)
         assert js.try_acquire() == b"+"
         monkeypatch.undo()
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert js.held == 1
-    js.close()
-    assert server.available() == 2
+    _close_holding(js, server, 1)
 
 
 def test_pipe_fds_form():

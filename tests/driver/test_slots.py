@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -160,10 +162,19 @@ def test_slot_files_survive_for_the_next_process(tmp_path) -> None:
     again.close()
 
 
-def test_equal_chains_go_to_the_lower_pid(tmp_path, live_pids) -> None:
+def _two_pools(
+    tmp_path: pathlib.Path, live_pids: Callable[[int], list[int]], n: int
+) -> tuple[slots.SlotPool, slots.SlotPool]:
+    """Pools of `n` slots in one directory, of two live processes: the lower pid's first."""
     low_pid, high_pid = live_pids(2)
-    low = slots.SlotPool(str(tmp_path), 2, pid=low_pid)
-    high = slots.SlotPool(str(tmp_path), 2, pid=high_pid)
+    return (
+        slots.SlotPool(str(tmp_path), n, pid=low_pid),
+        slots.SlotPool(str(tmp_path), n, pid=high_pid),
+    )
+
+
+def test_equal_chains_go_to_the_lower_pid(tmp_path, live_pids) -> None:
+    low, high = _two_pools(tmp_path, live_pids, 2)
     low.announce(4.0)
     high.announce(4.0)
     assert high.try_acquire(4.0) is None
@@ -173,9 +184,7 @@ def test_equal_chains_go_to_the_lower_pid(tmp_path, live_pids) -> None:
 def test_chains_that_round_alike_do_not_defer_to_each_other(tmp_path, live_pids) -> None:
     # Announced in milliseconds, 7.1996 s and 7.1998 s are both 7200: compared unrounded
     # against the other's rounded value, each would wait for the other forever.
-    low_pid, high_pid = live_pids(2)
-    low = slots.SlotPool(str(tmp_path), 4, pid=low_pid)
-    high = slots.SlotPool(str(tmp_path), 4, pid=high_pid)
+    low, high = _two_pools(tmp_path, live_pids, 4)
     low.announce(7.1996)
     high.announce(7.1998)
     assert [low.others_first(7.1996), high.others_first(7.1998)] == [False, True]

@@ -44,6 +44,13 @@ from dataclasses import dataclass
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_VENV = pathlib.Path(os.environ.get("CUDA_SPLIT_REAPI_VENV", REPO / ".cache" / "reapi-venv"))
 PG_BIN = pathlib.Path(os.environ.get("CUDA_SPLIT_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def _as_postgres(tool: str, *args: str) -> list[str]:
+    """The command running PostgreSQL's `tool` (PG_BIN) with `args` as the user postgres."""
+    return ["runuser", "-u", "postgres", "--", str(PG_BIN / tool), *args]
+
+
 INSTANCE = "main"
 # The platform property every worker offers and actions ask for.
 PLATFORM = {"OSFamily": "linux"}
@@ -582,19 +589,7 @@ instances:
         self.pg_port = free_port()
         data = self.pg_dir / "data"
         self._run(
-            [
-                "runuser",
-                "-u",
-                "postgres",
-                "--",
-                str(PG_BIN / "initdb"),
-                "-D",
-                str(data),
-                "--auth=trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-            ],
+            _as_postgres("initdb", "-D", str(data), "--auth=trust", "-U", "postgres", "--no-sync"),
             "pg-initdb",
         )
         opts = (
@@ -604,30 +599,15 @@ instances:
         self._pg_opts = opts
         self._pg_ctl_start()
         self._run(
-            [
-                "runuser",
-                "-u",
-                "postgres",
-                "--",
-                str(PG_BIN / "createdb"),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(self.pg_port),
-                "bgd",
-            ],
+            _as_postgres("createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "bgd"),
             "pg-createdb",
         )
 
     def _pg_ctl_start(self) -> None:
         assert self.pg_dir is not None
         self._run(
-            [
-                "runuser",
-                "-u",
-                "postgres",
-                "--",
-                str(PG_BIN / "pg_ctl"),
+            _as_postgres(
+                "pg_ctl",
                 "-D",
                 str(self.pg_dir / "data"),
                 "-l",
@@ -636,7 +616,7 @@ instances:
                 self._pg_opts,
                 "-w",
                 "start",
-            ],
+            ),
             "pg-start",
         )
 
@@ -656,19 +636,7 @@ instances:
         data = self.pg_dir / "data"
         if (data / "postmaster.pid").exists():
             subprocess.run(
-                [
-                    "runuser",
-                    "-u",
-                    "postgres",
-                    "--",
-                    str(PG_BIN / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-m",
-                    "immediate",
-                    "-w",
-                    "stop",
-                ],
+                _as_postgres("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"),
                 capture_output=True,
                 check=False,
             )
@@ -787,10 +755,7 @@ def stop_left_over(owner: dict[str, object]) -> None:
         return
     if os.path.isfile(os.path.join(pg, "data", "postmaster.pid")):
         subprocess.run(
-            [
-                *("runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl")),
-                *("-D", os.path.join(pg, "data"), "-m", "immediate", "-w", "stop"),
-            ],
+            _as_postgres("pg_ctl", "-D", os.path.join(pg, "data"), "-m", "immediate", "-w", "stop"),
             capture_output=True,
             check=False,
         )

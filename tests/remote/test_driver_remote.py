@@ -88,6 +88,29 @@ def remote_flags(backend: Backend) -> list[str]:
     return ["--remote", backend.endpoint, "--remote-instance", INSTANCE]
 
 
+def run_remote(
+    sdk: pathlib.Path,
+    backend: Backend,
+    cwd: pathlib.Path,
+    args: list[str],
+    *extra: str,
+    table: str = "t.csv",
+) -> subprocess.CompletedProcess[str]:
+    """run_driver compiling `args` into `cwd`/k.o with `backend` as the remote, the local
+    cache `cwd`/cache and the step table `cwd`/`table`, and `extra` flags."""
+    return run_driver(
+        sdk,
+        cwd,
+        [*args, "-o", "k.o"],
+        *remote_flags(backend),
+        "--cache-dir",
+        str(cwd / "cache"),
+        "--table",
+        table,
+        *extra,
+    )
+
+
 def cache_column(table: pathlib.Path) -> dict[tuple[str, str], str]:
     with table.open() as f:
         return {(r["kind"], r["arch"]): r["cache"] for r in csv.DictReader(f)}
@@ -167,34 +190,14 @@ def test_build_directories_share_steps_through_the_remote(
     ref = nvcc_keep(sdk, tmp_path / "ref", args)
     a, b = tmp_path / "A", tmp_path / "B"
     # A: empty local cache, every cached step misses both caches and is uploaded.
-    proc = run_driver(
-        sdk,
-        a,
-        [*args, "-o", "k.o"],
-        *remote_flags(backend),
-        "--cache-dir",
-        str(a / "cache"),
-        "--table",
-        "t.csv",
-        "--explain",
-    )
+    proc = run_remote(sdk, backend, a, args, "--explain")
     rows = cache_column(a / "t.csv")
     assert {c for (kind, _), c in rows.items() if kind in CACHED} == {"miss"}, rows
     # cudafe++, 2 cicc, 2 ptxas, fatbinary.
     assert proc.stderr.count("; uploaded (action ") == 6, proc.stderr
     assert "warning" not in proc.stderr
     # B: another directory, another empty local cache: the remote has them all.
-    proc = run_driver(
-        sdk,
-        b,
-        [*args, "-o", "k.o"],
-        *remote_flags(backend),
-        "--cache-dir",
-        str(b / "cache"),
-        "--table",
-        "t.csv",
-        "--explain",
-    )
+    proc = run_remote(sdk, backend, b, args, "--explain")
     rows = cache_column(b / "t.csv")
     for arch in ("80", "90"):
         assert rows[("cicc", f"compute_{arch}")] == "remote-hit", proc.stderr
@@ -202,30 +205,12 @@ def test_build_directories_share_steps_through_the_remote(
     assert rows[("cudafe", "")] == rows[("fatbinary", "")] == "remote-hit"
     assert (a / "k.o").read_bytes() == (b / "k.o").read_bytes() == ref.read_bytes()
     # B again: the remote hits went into B's local cache.
-    run_driver(
-        sdk,
-        b,
-        [*args, "-o", "k.o"],
-        *remote_flags(backend),
-        "--cache-dir",
-        str(b / "cache"),
-        "--table",
-        "t2.csv",
-    )
+    run_remote(sdk, backend, b, args, table="t2.csv")
     assert {c for (k, _), c in cache_column(b / "t2.csv").items() if k in CACHED} == {"hit"}
     # C: sm_90 alone takes A's sm_90 cicc and ptxas (keys name files by role).
     one = [*HOST, "-gencode", "arch=compute_90,code=sm_90", "-c", str(source)]
     c = tmp_path / "C"
-    run_driver(
-        sdk,
-        c,
-        [*one, "-o", "k.o"],
-        *remote_flags(backend),
-        "--cache-dir",
-        str(c / "cache"),
-        "--table",
-        "t.csv",
-    )
+    run_remote(sdk, backend, c, one)
     rows = cache_column(c / "t.csv")
     assert rows[("cicc", "compute_90")] == rows[("ptxas", "sm_90")] == "remote-hit", rows
     assert (c / "k.o").read_bytes() == nvcc_keep(sdk, c / "ref", one).read_bytes()
@@ -247,17 +232,7 @@ def test_corrupted_cas_blob_is_not_used(
     blob.write_bytes(bytes([cubin[0] ^ 0xFF]) + cubin[1:])
     try:
         b = tmp_path / "B"
-        proc = run_driver(
-            sdk,
-            b,
-            [*args, "-o", "k.o"],
-            *remote_flags(backend),
-            "--cache-dir",
-            str(b / "cache"),
-            "--table",
-            "t.csv",
-            "--explain",
-        )
+        proc = run_remote(sdk, backend, b, args, "--explain")
         # The backend checks what it serves: it dropped the corrupt blob and answered
         # NOT_FOUND; the step ran here and uploaded its cubin again (tests/reapi).
         repaired = blob.is_file() and blob.read_bytes() == cubin
@@ -327,19 +302,8 @@ def test_remote_execution(
         str(source),
     ]
     a = tmp_path / "A"
-    proc = run_driver(
-        sdk,
-        a,
-        [*args, "-o", "k.o"],
-        *remote_flags(backend),
-        "--remote-exec",
-        "--cache-dir",
-        str(a / "cache"),
-        "--table",
-        "t.csv",
-        "--explain",
-        "--trace",
-        str(a / "trace.jsonl"),
+    proc = run_remote(
+        sdk, backend, a, args, "--remote-exec", "--explain", "--trace", str(a / "trace.jsonl")
     )
     rows = cache_column(a / "t.csv")
     remote = {key for key, c in rows.items() if c == "remote-exec"}

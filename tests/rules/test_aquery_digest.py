@@ -14,28 +14,24 @@ assert _SPEC and _SPEC.loader
 aquery_digest = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(aquery_digest)
 
-_ONE = """action 'Compiling a'
+
+def _compiling(stem: str, key: str) -> str:
+    """The record of the action compiling x/<stem>.cu, as aquery prints it."""
+    return f"""action 'Compiling {stem}'
   Mnemonic: CudaCompile
-  Target: //x:a
+  Target: //x:{stem}
   Configuration: k8-fastbuild
-  ActionKey: abc
-  Inputs: [x/a.cu]
-  Outputs: [bazel-out/k8-fastbuild/bin/x/a.o]
+  ActionKey: {key}
+  Inputs: [x/{stem}.cu]
+  Outputs: [bazel-out/k8-fastbuild/bin/x/{stem}.o]
   Command Line: (exec python3 \\
     step.py \\
     --arch=sm_90)
 """
-_TWO = """action 'Compiling b'
-  Mnemonic: CudaCompile
-  Target: //x:b
-  Configuration: k8-fastbuild
-  ActionKey: def
-  Inputs: [x/b.cu]
-  Outputs: [bazel-out/k8-fastbuild/bin/x/b.o]
-  Command Line: (exec python3 \\
-    step.py \\
-    --arch=sm_90)
-"""
+
+
+_ONE = _compiling("a", "abc")
+_TWO = _compiling("b", "def")
 
 
 def test_order_and_action_keys_do_not_matter() -> None:

@@ -32,9 +32,40 @@ def _nvcc(sdk: pathlib.Path, *args: str) -> None:
     )
 
 
-def _step(sdk: pathlib.Path, *args: str) -> None:
-    env = dict(os.environ, PYTHONPATH=str(TOOLS))
-    proc = subprocess.run(
+def _nvcc_dlink(sdk: pathlib.Path, keep_dir: pathlib.Path, objects: list[str], *flags: str) -> None:
+    """`nvcc -dlink OBJECTS -o KEEP_DIR/dlink.o FLAGS`, keeping its files in a new `keep_dir`."""
+    keep_dir.mkdir()
+    _nvcc(
+        sdk,
+        "--keep",
+        "--keep-dir",
+        str(keep_dir),
+        "-dlink",
+        *objects,
+        "-o",
+        str(keep_dir / "dlink.o"),
+        *flags,
+    )
+
+
+def _nvlink_sm_80(cubin: pathlib.Path, linked: pathlib.Path, *files: str) -> list[str]:
+    """The step runner's arguments linking `cubin` for sm_80 into `linked` (and `files`)."""
+    return [
+        "--kind",
+        "nvlink",
+        "--arch",
+        "sm_80",
+        "--link-input",
+        str(cubin),
+        f"--file=linked:sm_80={linked}",
+        *files,
+        "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
+    ]
+
+
+def _run_step(sdk: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The step runner (`python3 -m cuda_split.runner.main`) with `args`, as an action runs it."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -46,11 +77,15 @@ def _step(sdk: pathlib.Path, *args: str) -> None:
             *args,
         ],
         cwd=REPO,
-        env=env,
+        env=dict(os.environ, PYTHONPATH=str(TOOLS)),
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def _step(sdk: pathlib.Path, *args: str) -> None:
+    proc = _run_step(sdk, *args)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -135,20 +170,9 @@ def test_device_link_equals_nvcc_dlink(linkable_sdk: pathlib.Path, compiled: dic
         flags = [f"--nvcc-flag={f}" for f in step.nvcc_flags]
         _step(sdk, "--kind", step.kind, "--arch", step.arch, *lists, *files, *flags)
     nvcc_dir = tmp / "nvcc-dlink"
-    nvcc_dir.mkdir()
     objects = [str(compiled["nvcc"][stem].obj) for stem in stems]
     gencodes = _gencodes([("compute_80", "sm_80"), ("compute_90", "sm_90")])
-    _nvcc(
-        sdk,
-        "--keep",
-        "--keep-dir",
-        str(nvcc_dir),
-        "-dlink",
-        *objects,
-        "-o",
-        str(nvcc_dir / "dlink.o"),
-        *gencodes,
-    )
+    _nvcc_dlink(sdk, nvcc_dir, objects, *gencodes)
     for real, virtual in [("sm_80", "compute_80"), ("sm_90", "compute_90")]:
         ours = out / planlib.file_name("dlink", f"linked:{real}")
         theirs = nvcc_dir / f"dlink.{virtual}.cubin"
@@ -242,15 +266,11 @@ def test_device_runtime_registration_equals_nvcc_dlink(
     out.mkdir()
     _step(
         sdk,
-        "--kind",
-        "nvlink",
-        "--arch",
-        "sm_80",
-        "--link-input",
-        str(split["cubin:sm_80"]),
-        f"--file=linked:sm_80={out / 'sm_80.cubin'}",
-        f"--file=prelinked:sm_80={out / 'sm_80.prelinked'}",
-        "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
+        *_nvlink_sm_80(
+            split["cubin:sm_80"],
+            out / "sm_80.cubin",
+            f"--file=prelinked:sm_80={out / 'sm_80.prelinked'}",
+        ),
     )
     modules = (out / "sm_80.prelinked").read_text().split()
     assert len(modules) == 1 and "_cuda_device_runtime_cu_" in modules[0], modules
@@ -265,18 +285,7 @@ def test_device_runtime_registration_equals_nvcc_dlink(
         f"--file=reg.c={out / 'dlink.reg.c'}",
     )
     nvcc_dir = tmp_path / "nvcc-dlink"
-    nvcc_dir.mkdir()
-    _nvcc(
-        sdk,
-        "--keep",
-        "--keep-dir",
-        str(nvcc_dir),
-        "-dlink",
-        str(nvcc.obj),
-        "-o",
-        str(nvcc_dir / "dlink.o"),
-        "-gencode=arch=compute_80,code=sm_80",
-    )
+    _nvcc_dlink(sdk, nvcc_dir, [str(nvcc.obj)], "-gencode=arch=compute_80,code=sm_80")
     theirs = (nvcc_dir / "dlink.reg.c").read_text()
     assert "#define NUM_PRELINKED_OBJECTS 2\n" in theirs, theirs
     assert (out / "dlink.reg.c").read_text() == theirs
@@ -293,30 +302,7 @@ def test_nvlink_without_device_runtime_fails_naming_it(
     cubin = split_compile(
         linkable_sdk, SOURCES[1], "sm_80", ["-rdc=true"], tmp_path / "split"
     ).paths["cubin:sm_80"]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cuda_split.runner.main",
-            "--nvcc",
-            str(sdk / "bin" / "nvcc"),
-            "--host-compiler",
-            HOST_COMPILER,
-            "--kind",
-            "nvlink",
-            "--arch",
-            "sm_80",
-            "--link-input",
-            str(cubin),
-            f"--file=linked:sm_80={tmp_path / 'x.cubin'}",
-            "--nvcc-flag=-gencode=arch=compute_80,code=sm_80",
-        ],
-        cwd=REPO,
-        env=dict(os.environ, PYTHONPATH=str(TOOLS)),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _run_step(sdk, *_nvlink_sm_80(cubin, tmp_path / "x.cubin"))
     assert proc.returncode != 0
     assert "libcudadevrt.a (the device runtime, -lcudadevrt) is in none of" in proc.stderr
     assert not (tmp_path / "x.cubin").exists()

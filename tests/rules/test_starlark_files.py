@@ -240,7 +240,15 @@ def test_parse_nvcc_output(tmp_path: pathlib.Path) -> None:
     assert json.loads(out) == ["13.0.88", "", ["sm_75", "sm_80", "sm_90"]]
 
 
-def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str, probes: dict):
+def _search(
+    tmp_path: pathlib.Path,
+    *,
+    probes: dict,
+    path_attr: str = "",
+    environ: dict | None = None,
+    nvcc: str = "",
+):
+    environ = environ or {}
     out, _ = _star(
         tmp_path,
         f"""\
@@ -263,7 +271,6 @@ def _search(tmp_path: pathlib.Path, *, path_attr: str, environ: dict, nvcc: str,
 def test_search_order(tmp_path: pathlib.Path) -> None:
     found = _search(
         tmp_path,
-        path_attr="",
         environ={"CUDA_HOME": "/opt/cuda"},
         nvcc="/usr/local/cuda-13.0/bin/nvcc",
         probes={"/opt/cuda": "sdk", "/usr/local/cuda-13.0": "sdk"},
@@ -272,16 +279,12 @@ def test_search_order(tmp_path: pathlib.Path) -> None:
     # The first set variable wins; a bad one after it is never looked at.
     found = _search(
         tmp_path,
-        path_attr="",
         environ={"CUDA_PATH": "/opt/cuda", "CUDA_HOME": "/garbage"},
-        nvcc="",
         probes={"/opt/cuda": "sdk", "/garbage": "missing"},
     )
     assert (found["path"], found["source"]) == ("/opt/cuda", "$CUDA_PATH")
     found = _search(
         tmp_path,
-        path_attr="",
-        environ={},
         nvcc="/usr/local/cuda-13.0/bin/nvcc",
         probes={"/usr/local/cuda-13.0": "sdk", "/usr/local/cuda": "sdk"},
     )
@@ -294,7 +297,6 @@ def test_bad_path_attribute_is_not_skipped(tmp_path: pathlib.Path) -> None:
         tmp_path,
         path_attr="/opt/typo",
         environ={"CUDA_PATH": "/opt/cuda"},
-        nvcc="",
         probes={"/opt/typo": "no_nvcc", "/opt/cuda": "sdk", "/usr/local/cuda": "sdk"},
     )
     assert found["path"] == ""
@@ -320,7 +322,6 @@ def test_set_but_unusable_variable_is_an_error(
     """`--repo_env=CUDA_PATH=/garbage` used to log a DEBUG line and take another SDK."""
     found = _search(
         tmp_path,
-        path_attr="",
         environ={var: "/garbage", "CUDA_HOME" if var == "CUDA_PATH" else "X": "/opt/cuda"},
         nvcc="/usr/local/cuda-13.0/bin/nvcc",
         probes={"/garbage": probe, "/opt/cuda": "sdk", "/usr/local/cuda-13.0": "sdk"},
@@ -339,8 +340,6 @@ def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
     find_local_sdk prints nothing, and the wrapper shows only in the not-found message."""
     found = _search(
         tmp_path,
-        path_attr="",
-        environ={},
         nvcc="/usr/local/bin/nvcc",
         probes={"/usr/local": "no_profile", "/usr/local/cuda": "sdk"},
     )
@@ -354,8 +353,6 @@ def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
 def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Path) -> None:
     found = _search(
         tmp_path,
-        path_attr="",
-        environ={},
         nvcc="/usr/local/bin/nvcc",
         probes={
             "/usr/local": "no_profile",
@@ -590,17 +587,16 @@ _BZL_PACKAGES = [
 
 
 def _bzl_libraries(package: str) -> dict[str, tuple[list[str], list[str]]]:
-    """The bzl_library targets of a package's BUILD.bazel: name -> (srcs, deps)."""
+    """The bzl_library targets of a package's BUILD.bazel, declared by its one
+    `bzl_libraries({stem: deps})` (private/rules/bzl_libraries.bzl: the target
+    `<stem>_bzl` of srcs `[<stem>.bzl]`): name -> (srcs, deps)."""
     text = (REPO / package / "BUILD.bazel").read_text()
-    out = {}
-    for body in re.findall(r"^bzl_library\((.*?)^\)", text, re.M | re.S):
-        name = re.search(r'name = "([^"]+)"', body).group(1)
-        lists = {
-            k: re.findall(r'"([^"]+)"', v)
-            for k, v in re.findall(r"(srcs|deps) = \[(.*?)\]", body, re.S)
-        }
-        out[name] = (lists.get("srcs", []), lists.get("deps", []))
-    return out
+    assert "bzl_library(" not in text, package
+    (table,) = re.findall(r"^bzl_libraries\(\{$(.*?)^\}\)$", text, re.M | re.S)
+    return {
+        f"{stem}_bzl": ([f"{stem}.bzl"], re.findall(r'"([^"]+)"', deps))
+        for stem, deps in re.findall(r'^    "(\w+)": \[(.*?)\],$', table, re.M | re.S)
+    }
 
 
 def test_every_bzl_file_is_a_bzl_library_with_what_it_loads() -> None:

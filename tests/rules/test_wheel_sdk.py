@@ -28,7 +28,6 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -252,20 +251,7 @@ def _cached_wheels(version: str, components: list[str]) -> None:
         f = entry["platforms"][PLATFORM]
         path = CACHE / f["url"].rsplit("/", 1)[1]
         if not path.is_file():
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--quiet",
-                    "--no-deps",
-                    f"{entry['package']}=={entry['version']}",
-                    "-d",
-                    str(CACHE),
-                ],
-                check=True,
-            )
+            cvt.pip_download(f"{entry['package']}=={entry['version']}", str(CACHE))
         assert path.is_file(), f"pip downloaded another file than {path.name}"
         assert cvt_sha256(path) == f["sha256"], path
 

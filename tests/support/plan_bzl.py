@@ -79,43 +79,46 @@ def evaluate(body: str) -> object:
     return json.loads(proc.stdout)
 
 
-@functools.cache
-def _plan(spec: str, per_arch_list: bool, tile: str = "") -> str:
+def _evaluate_with_groups(spec: str, value: str) -> str:
+    """JSON of the Starlark expression `value` over `groups`, plan.bzl's parse of `spec`
+    (or `{'error': ...}` when the parse fails)."""
     return json.dumps(
         evaluate(
             "def main():\n"
             f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
             "    if err:\n"
             "        return {'error': err}\n"
-            "    return {\n"
-            "        'groups': [[g.virtual, g.reals, g.embed_ptx, g.lto, gencode(g)]\n"
-            "                   for g in groups],\n"
-            "        'steps': [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
-            "                   'outputs': s.outputs, 'names': s.names,\n"
-            "                   'nvcc_flags': s.nvcc_flags}\n"
-            f"                  for s in source_steps(groups, {per_arch_list}, {tile!r})],\n"
-            "    }\n"
+            f"    return {value}\n"
             "print(json.encode(main()))\n"
         )
     )
 
 
 @functools.cache
+def _plan(spec: str, per_arch_list: bool, tile: str = "") -> str:
+    return _evaluate_with_groups(
+        spec,
+        "{\n"
+        "        'groups': [[g.virtual, g.reals, g.embed_ptx, g.lto, gencode(g)]\n"
+        "                   for g in groups],\n"
+        "        'steps': [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
+        "                   'outputs': s.outputs, 'names': s.names,\n"
+        "                   'nvcc_flags': s.nvcc_flags}\n"
+        f"                  for s in source_steps(groups, {per_arch_list}, {tile!r})],\n"
+        "    }",
+    )
+
+
+@functools.cache
 def _link_plan(spec: str) -> str:
-    return json.dumps(
-        evaluate(
-            "def main():\n"
-            f"    groups, err = parse_arch_spec({json.dumps(spec)})\n"
-            "    if err:\n"
-            "        return {'error': err}\n"
-            "    return [{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
-            "             'outputs': s.outputs, 'names': s.names,\n"
-            "             'nvcc_flags': s.nvcc_flags,\n"
-            "             'lists': [[flag, roles] for flag, roles in s.lists],\n"
-            "             'file_roles': link_file_roles(s)}\n"
-            "            for s in link_steps(groups)]\n"
-            "print(json.encode(main()))\n"
-        )
+    return _evaluate_with_groups(
+        spec,
+        "[{'kind': s.kind, 'arch': s.arch, 'inputs': s.inputs,\n"
+        "             'outputs': s.outputs, 'names': s.names,\n"
+        "             'nvcc_flags': s.nvcc_flags,\n"
+        "             'lists': [[flag, roles] for flag, roles in s.lists],\n"
+        "             'file_roles': link_file_roles(s)}\n"
+        "            for s in link_steps(groups)]",
     )
 
 

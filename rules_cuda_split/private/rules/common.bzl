@@ -25,18 +25,18 @@ CC_TOOLCHAIN_TYPE = "@bazel_tools//tools/cpp:toolchain_type"
 
 STEP_RULE_TOOLCHAINS = [TOOLCHAIN_TYPE, CC_TOOLCHAIN_TYPE]
 
+def setting_attr(setting, provider, doc):
+    """A private attribute: the build setting `//cuda:<setting>`, read through `provider`."""
+    return attr.label(default = Label("//cuda:" + setting), providers = [provider], doc = doc)
+
 # What every rule that runs the step runner needs: the default archs and copts, the
 # runner's sources and the C++ toolchain (nvcc's host compiler).
 STEP_RULE_ATTRS = {
-    "_archs": attr.label(
-        default = Label("//cuda:archs"),
-        providers = [CudaArchsSettingInfo],
-        doc = "The default arch spec.",
-    ),
-    "_copts": attr.label(
-        default = Label("//cuda:copts"),
-        providers = [CudaCoptsSettingInfo],
-        doc = "nvcc flags for every CUDA target of the build (--@rules_cuda_split//cuda:copts).",
+    "_archs": setting_attr("archs", CudaArchsSettingInfo, "The default arch spec."),
+    "_copts": setting_attr(
+        "copts",
+        CudaCoptsSettingInfo,
+        "nvcc flags for every CUDA target of the build (--@rules_cuda_split//cuda:copts).",
     ),
     "_step_runner": attr.label(
         default = Label("//tools:step_runner"),
@@ -48,21 +48,21 @@ STEP_RULE_ATTRS = {
         default = Label("@bazel_tools//tools/cpp:current_cc_toolchain"),
         doc = "The C++ toolchain; its compiler is nvcc's host compiler.",
     ),
-    "_cuda_enable": attr.label(
-        default = Label("//cuda:enable"),
-        providers = [CudaEnableInfo],
-        doc = "--@rules_cuda_split//cuda:enable: False fails every CUDA target.",
+    "_cuda_enable": setting_attr(
+        "enable",
+        CudaEnableInfo,
+        "--@rules_cuda_split//cuda:enable: False fails every CUDA target.",
     ),
-    "_cuda_compiler": attr.label(
-        default = Label("//cuda:compiler"),
-        providers = [CudaCompilerInfo],
-        doc = "--@rules_cuda_split//cuda:compiler: nvcc, the only one (clang fails).",
+    "_cuda_compiler": setting_attr(
+        "compiler",
+        CudaCompilerInfo,
+        "--@rules_cuda_split//cuda:compiler: nvcc, the only one (clang fails).",
     ),
-    "_time_trace": attr.label(
-        default = Label("//cuda:time_trace"),
-        providers = [CudaTimeTraceInfo],
-        doc = "Whether cicc and ptxas actions write their traces " +
-              "(--@rules_cuda_split//cuda:time_trace).",
+    "_time_trace": setting_attr(
+        "time_trace",
+        CudaTimeTraceInfo,
+        "Whether cicc and ptxas actions write their traces " +
+        "(--@rules_cuda_split//cuda:time_trace).",
     ),
 }
 

@@ -21,6 +21,7 @@ load(
     "STEP_RULE_TOOLCHAINS",
     "TOOLCHAIN_TYPE",
     "resolve_archs",
+    "setting_attr",
 )
 load("//rules_cuda_split/private/rules:rdc.bzl", "device_link_guard", "merge_rdc_infos")
 load(
@@ -476,21 +477,17 @@ def _cuda_library_impl(ctx):
 
 # The private attributes of every rule that compiles with compile_cuda_sources.
 LIBRARY_PRIVATE_ATTRS = dict({
-    "_compile_mode": attr.label(
-        default = Label("//cuda:compile_mode"),
-        providers = [CudaCompileModeInfo],
-        doc = "split or mono.",
+    "_compile_mode": setting_attr("compile_mode", CudaCompileModeInfo, "split or mono."),
+    "_device_arch_list": setting_attr(
+        "device_arch_list",
+        CudaDeviceArchListInfo,
+        "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
     ),
-    "_device_arch_list": attr.label(
-        default = Label("//cuda:device_arch_list"),
-        providers = [CudaDeviceArchListInfo],
-        doc = "build or per_arch: what __CUDA_ARCH_LIST__ device code sees.",
-    ),
-    "_host_copts": attr.label(
-        default = Label("//cuda:host_copts"),
-        providers = [CudaHostCoptsSettingInfo],
-        doc = "Host compiler flags for every CUDA target of the build " +
-              "(--@rules_cuda_split//cuda:host_copts).",
+    "_host_copts": setting_attr(
+        "host_copts",
+        CudaHostCoptsSettingInfo,
+        "Host compiler flags for every CUDA target of the build " +
+        "(--@rules_cuda_split//cuda:host_copts).",
     ),
 }, **STEP_RULE_ATTRS)
 

@@ -119,18 +119,19 @@ _ATTRS = {
     ),
 }
 
-cuda_executable_binary = rule(
-    implementation = _executable_impl,
-    executable = True,
-    attrs = _ATTRS,
-    doc = "The `cc_binary` of a `cuda_binary` macro under the macro's name, with the " +
-          "CUDA output groups (" + ", ".join(CUDA_OUTPUT_GROUPS) + ").",
-)
+def _executable_rule(kind):
+    """The rule of the `cc_<kind>` that the `cuda_<kind>` macro makes (kind: binary, test)."""
+    return rule(
+        implementation = _executable_impl,
+        attrs = _ATTRS,
+        doc = ("The `cc_{k}` of a `cuda_{k}` macro under the macro's name, with the CUDA " +
+               "output groups ({groups}).").format(
+            k = kind,
+            groups = ", ".join(CUDA_OUTPUT_GROUPS),
+        ),
+        **({"test": True} if kind == "test" else {"executable": True})
+    )
 
-cuda_executable_test = rule(
-    implementation = _executable_impl,
-    test = True,
-    attrs = _ATTRS,
-    doc = "The `cc_test` of a `cuda_test` macro under the macro's name, with the CUDA " +
-          "output groups (" + ", ".join(CUDA_OUTPUT_GROUPS) + ").",
-)
+cuda_executable_binary = _executable_rule("binary")
+
+cuda_executable_test = _executable_rule("test")

@@ -2,26 +2,30 @@
 `:compile_mode`, `:device_arch_list`, `:time_trace`, `:version`, `:enable` and
 `:compiler`."""
 
-CudaArchsSettingInfo = provider(
-    doc = "The value of the `archs` build setting.",
-    fields = {"spec": "string: the arch spec as given, e.g. `sm_80,sm_90`."},
+def _value_of(setting, **field):
+    """The provider of a build setting's value: its one field, documented."""
+    return provider(doc = "The value of the `%s` build setting." % setting, fields = field)
+
+CudaArchsSettingInfo = _value_of(
+    "archs",
+    spec = "string: the arch spec as given, e.g. `sm_80,sm_90`.",
 )
 
-CudaCoptsSettingInfo = provider(
-    doc = "The value of the `copts` build setting.",
-    fields = {"copts": "list[string]: nvcc flags for every CUDA target of the build."},
+CudaCoptsSettingInfo = _value_of(
+    "copts",
+    copts = "list[string]: nvcc flags for every CUDA target of the build.",
 )
 
-CudaCompileModeInfo = provider(
-    doc = "The value of the `compile_mode` build setting.",
-    fields = {"mode": "string: `split` (one action per step and arch) or `mono` (one per source)."},
+CudaCompileModeInfo = _value_of(
+    "compile_mode",
+    mode = "string: `split` (one action per step and arch) or `mono` (one per source).",
 )
 
 COMPILE_MODES = ["split", "mono"]
 
-CudaDeviceArchListInfo = provider(
-    doc = "The value of the `device_arch_list` build setting.",
-    fields = {"mode": "string: `build` (nvcc's) or `per_arch`."},
+CudaDeviceArchListInfo = _value_of(
+    "device_arch_list",
+    mode = "string: `build` (nvcc's) or `per_arch`.",
 )
 
 DEVICE_ARCH_LIST_MODES = ["build", "per_arch"]
@@ -42,9 +46,9 @@ def _accepted_value(ctx, accepted):
         fail("--%s=%s: accepted values are %s" % (ctx.label, value, ", ".join(accepted)))
     return value
 
-CudaVersionSettingInfo = provider(
-    doc = "The value of the `version` build setting.",
-    fields = {"version": "string: the CUDA version (`13.0`), or `\"\"` for the default."},
+CudaVersionSettingInfo = _value_of(
+    "version",
+    version = "string: the CUDA version (`13.0`), or `\"\"` for the default.",
 )
 
 def _version_flag_impl(ctx):
@@ -65,19 +69,16 @@ version_flag = rule(
           "version. The hub's toolchains and SDK aliases select on it.",
 )
 
-CudaHostCoptsSettingInfo = provider(
-    doc = "The value of the `host_copts` build setting.",
-    fields = {"copts": "list[string]: host compiler flags for every CUDA target of the build."},
+CudaHostCoptsSettingInfo = _value_of(
+    "host_copts",
+    copts = "list[string]: host compiler flags for every CUDA target of the build.",
 )
 
-CudaEnableInfo = provider(
-    doc = "The value of the `enable` build setting.",
-    fields = {"enabled": "bool: whether CUDA targets may be built."},
-)
+CudaEnableInfo = _value_of("enable", enabled = "bool: whether CUDA targets may be built.")
 
-CudaCompilerInfo = provider(
-    doc = "The value of the `compiler` build setting.",
-    fields = {"compiler": "string: `nvcc`, the only CUDA compiler of these rules."},
+CudaCompilerInfo = _value_of(
+    "compiler",
+    compiler = "string: `nvcc`, the only CUDA compiler of these rules.",
 )
 
 COMPILERS = ["nvcc"]
@@ -96,9 +97,9 @@ compiler_flag = rule(
           "(the default and the only one); `clang` fails at analysis time, saying so.",
 )
 
-CudaTimeTraceInfo = provider(
-    doc = "The value of the `time_trace` build setting.",
-    fields = {"enabled": "bool: whether cicc and ptxas actions also write their traces."},
+CudaTimeTraceInfo = _value_of(
+    "time_trace",
+    enabled = "bool: whether cicc and ptxas actions also write their traces.",
 )
 
 # The flags that carry their value (one of `accepted`, where given) to their provider's

@@ -95,11 +95,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "host_preprocess+cudafe+device_preprocess": {
         "mnemonic": "CudaPreprocess",
         "progress": "Preprocessing %s%s for the host and the device (gcc -E, cudafe++)",
-        "sdk_files": (
-            "nvcc",
-            "headers",
-            "cudafe",
-        ),
+        "sdk_files": ("nvcc", "headers", "cudafe"),
         "reads_source": True,
         "host_compiler": True,
     },
@@ -108,11 +104,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "host_preprocess+cudafe": {
         "mnemonic": "CudaFrontend",
         "progress": "Preprocessing %s%s and splitting host and device code (gcc -E, cudafe++)",
-        "sdk_files": (
-            "nvcc",
-            "headers",
-            "cudafe",
-        ),
+        "sdk_files": ("nvcc", "headers", "cudafe"),
         "reads_source": True,
         "host_compiler": True,
     },
@@ -120,10 +112,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "device_preprocess": {
         "mnemonic": "CudaDevicePreprocess",
         "progress": "Preprocessing %s for %s (device)",
-        "sdk_files": (
-            "nvcc",
-            "headers",
-        ),
+        "sdk_files": ("nvcc", "headers"),
         "reads_source": True,
         "host_compiler": True,
     },
@@ -131,10 +120,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "cicc": {
         "mnemonic": "CudaCicc",
         "progress": "Compiling %s for %s (cicc)",
-        "sdk_files": (
-            "nvcc",
-            "cicc",
-        ),
+        "sdk_files": ("nvcc", "cicc"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -142,10 +128,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "ptxas": {
         "mnemonic": "CudaPtxas",
         "progress": "Assembling %s for %s (ptxas)",
-        "sdk_files": (
-            "nvcc",
-            "ptxas",
-        ),
+        "sdk_files": ("nvcc", "ptxas"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -153,10 +136,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "tileiras": {
         "mnemonic": "CudaTileiras",
         "progress": "Compiling the tile code of %s for %s (tileiras)",
-        "sdk_files": (
-            "nvcc",
-            "tileiras",
-        ),
+        "sdk_files": ("nvcc", "tileiras"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -164,10 +144,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "tile_fatbinary": {
         "mnemonic": "CudaTileFatbinary",
         "progress": "Packing the tile fatbinary of %s%s",
-        "sdk_files": (
-            "nvcc",
-            "fatbinary",
-        ),
+        "sdk_files": ("nvcc", "fatbinary"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -176,11 +153,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "fatbinary+host_compile": {
         "mnemonic": "CudaHostCompile",
         "progress": "Packing the fatbinary of %s%s and compiling its host code",
-        "sdk_files": (
-            "nvcc",
-            "fatbinary",
-            "host_headers",
-        ),
+        "sdk_files": ("nvcc", "fatbinary", "host_headers"),
         "reads_source": False,
         "host_compiler": True,
     },
@@ -189,10 +162,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "host_compile": {
         "mnemonic": "CudaTileHostCompile",
         "progress": "Compiling the host code of %s%s",
-        "sdk_files": (
-            "nvcc",
-            "host_headers",
-        ),
+        "sdk_files": ("nvcc", "host_headers"),
         "reads_source": False,
         "host_compiler": True,
     },
@@ -200,14 +170,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "mono": {
         "mnemonic": "CudaCompileMono",
         "progress": "Compiling %s for %s (nvcc, all archs)",
-        "sdk_files": (
-            "nvcc",
-            "headers",
-            "cudafe",
-            "cicc",
-            "ptxas",
-            "fatbinary",
-        ),
+        "sdk_files": ("nvcc", "headers", "cudafe", "cicc", "ptxas", "fatbinary"),
         "reads_source": True,
         "host_compiler": True,
     },
@@ -216,10 +179,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "nvlink": {
         "mnemonic": "CudaNvlink",
         "progress": "Device-linking %s for %s (nvlink%s)",
-        "sdk_files": (
-            "nvcc",
-            "nvlink",
-        ),
+        "sdk_files": ("nvcc", "nvlink"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -236,10 +196,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "link_fatbinary": {
         "mnemonic": "CudaLinkFatbinary",
         "progress": "Packing the device-linked fatbinary of %s",
-        "sdk_files": (
-            "nvcc",
-            "fatbinary",
-        ),
+        "sdk_files": ("nvcc", "fatbinary"),
         "reads_source": False,
         "host_compiler": False,
     },
@@ -247,10 +204,7 @@ ACTIONS: dict[str, dict[str, object]] = {
     "link_host_compile": {
         "mnemonic": "CudaLinkStub",
         "progress": "Compiling the device-link stub of %s",
-        "sdk_files": (
-            "nvcc",
-            "link_stub",
-        ),
+        "sdk_files": ("nvcc", "link_stub"),
         "reads_source": False,
         "host_compiler": True,
     },
@@ -258,24 +212,14 @@ ACTIONS: dict[str, dict[str, object]] = {
 
 # Each action's mnemonic -> the kinds it runs.
 MNEMONICS = {
-    "CudaPreprocess": (
-        HOST_PREPROCESS,
-        CUDAFE,
-        DEVICE_PREPROCESS,
-    ),
-    "CudaFrontend": (
-        HOST_PREPROCESS,
-        CUDAFE,
-    ),
+    "CudaPreprocess": (HOST_PREPROCESS, CUDAFE, DEVICE_PREPROCESS),
+    "CudaFrontend": (HOST_PREPROCESS, CUDAFE),
     "CudaDevicePreprocess": (DEVICE_PREPROCESS,),
     "CudaCicc": (CICC,),
     "CudaPtxas": (PTXAS,),
     "CudaTileiras": (TILEIRAS,),
     "CudaTileFatbinary": (TILE_FATBINARY,),
-    "CudaHostCompile": (
-        FATBINARY,
-        HOST_COMPILE,
-    ),
+    "CudaHostCompile": (FATBINARY, HOST_COMPILE),
     "CudaTileHostCompile": (HOST_COMPILE,),
     "CudaCompileMono": (MONO,),
     "CudaNvlink": (NVLINK,),
