@@ -58,8 +58,11 @@ MONO_TARGETS = ["//examples/saxpy:saxpy", "//examples/multi:vector_ops"]
 ALL_EXAMPLES = ["//examples/...", "//tests/analysis:two_sources", "//tests/determinism:t"]
 CCCL_SOURCES = {"examples/thrust/cub_reduce.cu", "examples/thrust/thrust_sort.cu"}
 COMMON = ["--jobs=3", "--materialize_param_files"]
-# Checkout 1, checkout 2 (another directory, a day later), and output bases "1", "2",
-# "remote" and "local" (checkout 2 unsandboxed).
+# Checkout 1, checkout 2 (another directory, a day later), and output bases "1" (checkout
+# 1's) and "2" (checkout 2's). A build that must run its actions (not find them in the
+# output base's action cache, filled by an earlier build of the same commands: local and
+# remote builds with the same --remote_default_exec_properties have the same action keys)
+# starts with `bazel clean`.
 Checkouts = tuple[pathlib.Path, pathlib.Path, dict[str, pathlib.Path]]
 
 
@@ -88,14 +91,11 @@ def checkouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkouts]:
     one = checkout_copy(base / "checkout-1")
     two = checkout_copy(base / "elsewhere" / "checkout-2")
     _shift_mtimes(two, 86400)
-    bases = {name: base / f"output-base-{name}" for name in ("1", "2", "remote", "local")}
+    # One per checkout: a new output base starts a Bazel server, sets up its external
+    # repositories and analyzes //examples/... (~40 s of CPU; ~4 s in a warm one).
+    bases = {name: base / f"output-base-{name}" for name in ("1", "2")}
     yield one, two, bases
-    for work, ob in (
-        (one, bases["1"]),
-        (two, bases["2"]),
-        (one, bases["remote"]),
-        (two, bases["local"]),
-    ):
+    for work, ob in ((one, bases["1"]), (two, bases["2"])):
         if ob.exists():
             bazel("shutdown", cwd=work, output_base=ob, check=False)
 
@@ -115,7 +115,12 @@ def _build(
     *flags: str,
     targets: list[str] = TARGETS,
     check: bool = True,
+    clean: bool = False,
 ) -> Build:
+    """A build with an execution log; with `clean`, after `bazel clean` (every action runs,
+    none is an action cache hit of an earlier build in `base`)."""
+    if clean:
+        bazel("clean", cwd=work, output_base=base)
     start = time.monotonic()
     proc = bazel(
         "build",
@@ -128,12 +133,20 @@ def _build(
         check=check,
     )
     print(f"{log.name}: {time.monotonic() - start:.0f} s, {_summary_line(proc.stderr)}")
-    execroot = pathlib.Path(
-        bazel("info", "execution_root", cwd=work, output_base=base).stdout.strip()
-    )
-    bin_dir = pathlib.Path(bazel("info", "bazel-bin", cwd=work, output_base=base).stdout.strip())
+    info = _info(work, base, "execution_root", "bazel-bin")
+    execroot, bin_dir = info["execution_root"], info["bazel-bin"]
     outputs = build_outputs(bin_dir, ("examples/", "tests/"))
     return Build(work, base, log, execroot, bin_dir, outputs, proc.stderr)
+
+
+def _info(work: pathlib.Path, base: pathlib.Path, *keys: str) -> dict[str, pathlib.Path]:
+    """`bazel info KEY...` in one call: key -> path. (With one key Bazel prints the value
+    alone, with several `key: value` lines.)"""
+    out = bazel("info", *keys, cwd=work, output_base=base).stdout.strip()
+    if len(keys) == 1:
+        return {keys[0]: pathlib.Path(out)}
+    found = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return {key: pathlib.Path(found[key].strip()) for key in keys}
 
 
 def _explain(old: Build, new: Build, out: pathlib.Path) -> tuple[str, list[dict[str, Any]]]:
@@ -191,7 +204,7 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
         ARCHS + "sm_86",
         "//examples/saxpy:saxpy",
         cwd=work,
-        output_base=bases["remote"],
+        output_base=bases["1"],
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:] + _backend_logs(backend)
@@ -216,7 +229,7 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
     )
     for name in probes:
         target = f"//probe:{name}"
-        local = bazel("build", target, cwd=work, output_base=bases["remote"], check=False)
+        local = bazel("build", target, cwd=work, output_base=bases["1"], check=False)
         assert local.returncode == 0, f"{target} should build locally:\n{local.stderr[-2000:]}"
         remote = bazel(
             "build",
@@ -224,7 +237,7 @@ def test_smoke_one_library_remote_and_undeclared_sdk_file_fails(
             "--noremote_accept_cached",
             target,
             cwd=work,
-            output_base=bases["remote"],
+            output_base=bases["1"],
             check=False,
         )
         assert remote.returncode != 0, f"{target} read a hidden SDK file on a worker"
@@ -248,6 +261,7 @@ def build_a(
         ARCHS + "sm_80,sm_90",
         *backend.remote_cache_flags(),
         targets=ALL_EXAMPLES,
+        clean=True,
     )
 
 
@@ -348,13 +362,20 @@ def _builds_a_b(
     name: str,
     flags: list[str],
     targets: list[str],
+    clean_a: bool = False,
 ) -> tuple[Build, Build]:
     """Build A (sm_80,sm_90; checkout 1, output base 1), then B (sm_90; checkout 2,
-    output base 2), with `flags`."""
+    output base 2), with `flags`. With `clean_a`, A starts with `bazel clean`."""
     one, two, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     a = _build(
-        one, bases["1"], logs / f"{name}-a.json", ARCHS + "sm_80,sm_90", *flags, targets=targets
+        one,
+        bases["1"],
+        logs / f"{name}-a.json",
+        ARCHS + "sm_80,sm_90",
+        *flags,
+        targets=targets,
+        clean=clean_a,
     )
     b = _build(two, bases["2"], logs / f"{name}-b.json", ARCHS + "sm_90", *flags, targets=targets)
     return a, b
@@ -396,7 +417,8 @@ def mono_builds(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Build, Build]:
     flags = [MONO, *backend.remote_cache_flags()]
-    return _builds_a_b(checkouts, tmp_path_factory, "mono", flags, MONO_TARGETS)
+    # (Clean: remote_mono, in the same output base, may have built these commands.)
+    return _builds_a_b(checkouts, tmp_path_factory, "mono", flags, MONO_TARGETS, clean_a=True)
 
 
 def test_mono_mode_shares_nothing_across_arch_sets(
@@ -426,14 +448,16 @@ def remote_build(
     logs = tmp_path_factory.mktemp("logs")
     remote = _build(
         one,
-        bases["remote"],
+        bases["1"],
         logs / "remote.json",
         ARCHS + "sm_80,sm_90",
         *backend.remote_execution_flags(),
-        # Run everything on the workers: build A put these actions in the cache.
+        # Run everything on the workers: build A put these actions in the cache (the
+        # remote one, and this output base's: clean).
         "--noremote_accept_cached",
         targets=ALL_EXAMPLES,
         check=False,
+        clean=True,
     )
     assert "Build completed successfully" in remote.stderr, remote.stderr[-4000:] + _backend_logs(
         backend
@@ -468,7 +492,7 @@ def test_remote_execution_matches_local_build(remote_build: Build, build_a: Buil
         absolute = _absolute_paths(argv) - host_cc
         assert not absolute, (s["mnemonic"], absolute)
         assert [e["name"] for e in s["environmentVariables"]] == ["PATH"], s["environmentVariables"]
-    # The output base also has the smoke test's sm_86 files: compare build A's.
+    # Every output of build A, built remotely too.
     missing = sorted(set(build_a.outputs) - set(remote.outputs))
     assert not missing, missing
     final = [k for k in build_a.outputs if not k.endswith(".ii")]
@@ -525,13 +549,14 @@ def remote_mono(
     logs = tmp_path_factory.mktemp("logs")
     return _build(
         one,
-        bases["remote"],
+        bases["1"],
         logs / "remote-mono.json",
         ARCHS + "sm_80,sm_90",
         MONO,
         *backend.remote_execution_flags(),
         "--noremote_accept_cached",
         targets=MONO_TARGETS,
+        clean=True,
     )
 
 
@@ -576,12 +601,13 @@ def test_remote_device_debug_matches_sandboxed(
     local = _build(one, bases["1"], tmp_path / "g.json", *flags, targets=targets)
     remote = _build(
         one,
-        bases["remote"],
+        bases["1"],
         tmp_path / "g-remote.json",
         *flags,
         *backend.remote_execution_flags(),
         "--noremote_accept_cached",
         targets=targets,
+        clean=True,
     )
     assert re.search(r"\d+ remote\b", _summary_line(remote.stderr)), remote.stderr[-2000:]
     # What this build wrote (the output bases hold other builds' files too).
@@ -609,7 +635,7 @@ def test_killed_and_stopped_workers_do_not_fail_the_build(
     log = tmp_path / "build.log"
     cmd = [
         shutil.which("bazel") or "bazel",
-        f"--output_base={bases['remote']}",
+        f"--output_base={bases['1']}",
         "build",
         "--jobs=3",
         *backend.remote_execution_flags(),
@@ -649,7 +675,7 @@ def test_backend_down_clear_error_and_local_fallback(checkouts: Checkouts) -> No
     dead = f"grpc://127.0.0.1:{free_port()}"
     flags = [f"--remote_executor={dead}", "--remote_instance_name=main", ARCHS + "sm_86"]
     down = bazel(
-        "build", *flags, "//examples/saxpy:saxpy", cwd=one, output_base=bases["remote"], check=False
+        "build", *flags, "//examples/saxpy:saxpy", cwd=one, output_base=bases["1"], check=False
     )
     assert down.returncode != 0
     print(down.stderr[-1500:])
@@ -662,7 +688,7 @@ def test_backend_down_clear_error_and_local_fallback(checkouts: Checkouts) -> No
         "--remote_local_fallback",
         "//examples/saxpy:saxpy",
         cwd=one,
-        output_base=bases["remote"],
+        output_base=bases["1"],
         check=False,
     )
     assert fallback.returncode == 0, fallback.stderr[-4000:]
@@ -737,20 +763,20 @@ def test_corrupted_cas_blob_is_detected_not_used(
     blob = backend.cas_dir / "cas" / "objects" / digest[:2] / digest[2:]
     if not blob.is_file():  # run alone (-k): no remote build from checkout 1 uploaded it
         # (another arch, so that sm_87's actions are still to run)
-        bazel("build", *flags[:-1], ARCHS + "sm_89", target, cwd=one, output_base=bases["remote"])
+        bazel("build", *flags[:-1], ARCHS + "sm_89", target, cwd=one, output_base=bases["1"])
     path = _blob_path(backend, digest)
     for cached in (backend.root / "workers" / "cache").glob(f"{digest}_*"):
         cached.unlink()
     good = _corrupt(path)
     try:
-        proc = bazel("build", *flags, target, cwd=one, output_base=bases["remote"], check=False)
+        proc = bazel("build", *flags, target, cwd=one, output_base=bases["1"], check=False)
         fallback = bazel(
             "build",
             *flags,
             "--remote_local_fallback",
             target,
             cwd=one,
-            output_base=bases["remote"],
+            output_base=bases["1"],
             check=False,
         )
     finally:
@@ -801,8 +827,7 @@ def _clean_build(work: pathlib.Path, base: pathlib.Path, *args: str) -> dict[str
     """`bazel clean`, then a build: the outputs of this build alone."""
     bazel("clean", cwd=work, output_base=base)
     bazel("build", *args, cwd=work, output_base=base)
-    info = bazel("info", "bazel-bin", cwd=work, output_base=base)
-    return build_outputs(pathlib.Path(info.stdout.strip()), ("examples/", "tests/"))
+    return build_outputs(_info(work, base, "bazel-bin")["bazel-bin"], ("examples/", "tests/"))
 
 
 def test_checkouts_build_byte_identical_outputs(build_a: Build, checkouts: Checkouts) -> None:
@@ -817,13 +842,13 @@ def test_checkouts_build_byte_identical_outputs(build_a: Build, checkouts: Check
     results = {
         "examples": (
             build_a.outputs,
-            _clean_build(two, bases["local"], *local, ARCHS + "sm_80,sm_90", *ALL_EXAMPLES),
+            _clean_build(two, bases["2"], *local, ARCHS + "sm_80,sm_90", *ALL_EXAMPLES),
         )
     }
     for name, flags, targets in CONFIGS:
         results[name] = (
             _clean_build(one, bases["1"], *flags, *targets),
-            _clean_build(two, bases["local"], *local, *flags, *targets),
+            _clean_build(two, bases["2"], *local, *flags, *targets),
         )
     # The template-instance source once more in checkout 1 after `bazel clean`.
     again = _clean_build(one, bases["1"], ARCHS + "sm_80,sm_90", "//tests/determinism:t")

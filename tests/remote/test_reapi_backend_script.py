@@ -229,19 +229,21 @@ def test_worker_killed_mid_build_and_backend_down(
         for name in ("sdk", "venv", "stray_nvcc"):
             assert str(fake_installs[name]) in hidden, (name, hidden)
 
-        # A local sandboxed build: the reference.
-        local_base = base / "output-base-local"
-        bazel("build", "--//cuda:archs=sm_90", TARGET, cwd=work, output_base=local_base)
-        local = build_outputs(_bin_dir(work, local_base), ("examples/saxpy/",))
+        # A local sandboxed build: the reference. (One output base for the local and the
+        # remote builds: a second Bazel server and its repositories cost ~10 s of CPU.)
+        ob = base / "output-base"
+        bazel("build", "--//cuda:archs=sm_90", TARGET, cwd=work, output_base=ob)
+        local = build_outputs(_bin_dir(work, ob), ("examples/saxpy/",))
         assert any(k.endswith(".cubin") for k in local) and any(k.endswith(".o") for k in local)
 
         # Remote, a worker SIGKILLed while it runs an action (no fallback: every action
-        # must run on the workers).
-        remote_base = base / "output-base-remote"
+        # must run on the workers; `bazel clean`: none is an action cache hit of the local
+        # build, and bazel-bin holds this build's outputs alone).
+        bazel("clean", cwd=work, output_base=ob)
         log = base / "remote.log"
         build = _start_build(
             work,
-            remote_base,
+            ob,
             log,
             "--//cuda:archs=sm_90",
             *script.flags(),
@@ -261,7 +263,7 @@ def test_worker_killed_mid_build_and_backend_down(
         script.wait_for(
             rf"{name} \(pid {pid}\) exited \(signal SIGKILL\); started worker-\d+ \(pid \d+\)"
         )
-        remote = build_outputs(_bin_dir(work, remote_base), ("examples/saxpy/",))
+        remote = build_outputs(_bin_dir(work, ob), ("examples/saxpy/",))
         assert sorted(remote) == sorted(local)
         differ = [k for k in local if local[k] != remote[k]]
         assert not differ, f"remote outputs differ from the local build: {differ}"
@@ -294,9 +296,7 @@ def test_worker_killed_mid_build_and_backend_down(
             f'genrule(name = "later", outs = ["later.txt"], cmd = "({run_later}) > $@")\n'
         )
         for probe_target in ("//probe:ls", "//probe:run", "//probe:later"):
-            local_probe = bazel(
-                "build", probe_target, cwd=work, output_base=local_base, check=False
-            )
+            local_probe = bazel("build", probe_target, cwd=work, output_base=ob, check=False)
             assert local_probe.returncode == 0, local_probe.stderr[-3000:]
         probe = bazel(
             "build",
@@ -307,7 +307,7 @@ def test_worker_killed_mid_build_and_backend_down(
             "//probe:run",
             "//probe:later",
             cwd=work,
-            output_base=remote_base,
+            output_base=ob,
             check=False,
         )
         assert probe.returncode != 0, "an action saw a CUDA install the script should hide"
@@ -326,7 +326,7 @@ def test_worker_killed_mid_build_and_backend_down(
         # completes here, and says so without a DEBUG line per action.
         log = base / "down.log"
         build = _start_build(
-            work, remote_base, log, "--//cuda:archs=sm_86", "--config=remote", *script.flags()
+            work, ob, log, "--//cuda:archs=sm_86", "--config=remote", *script.flags()
         )
         assert _when_busy(build, state) is not None, log.read_text()[-3000:]
         assert script.stop() == 0, script.text()[-3000:]
@@ -344,9 +344,8 @@ def test_worker_killed_mid_build_and_backend_down(
         assert not state.exists() and not pathlib.Path(owner["pg_dir"]).exists()
     finally:
         script.stop()
-        for ob in ("output-base-local", "output-base-remote"):
-            if (base / ob).exists():
-                bazel("shutdown", cwd=work, output_base=base / ob, check=False)
+        if (base / "output-base").exists():
+            bazel("shutdown", cwd=work, output_base=base / "output-base", check=False)
 
 
 @pytest.mark.bazel
