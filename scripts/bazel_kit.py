@@ -66,7 +66,7 @@ STAND_IN_MODULES = {
     "apple_support": "1.23.1",
 }
 # The kit's format: a change here makes every kit again.
-KIT_FORMAT = "3"
+KIT_FORMAT = "4"
 
 
 def log(message: str) -> None:
@@ -171,9 +171,8 @@ def download(kit: pathlib.Path, pins: list[tuple[str, str]]) -> pathlib.Path:
     gone = []
     for name, version in missing_files:
         if version not in apt.available(name):
-            gone.append(
-                f"{name}={version} (the registry has: {', '.join(sorted(apt.available(name))) or 'none'})"
-            )
+            has = ", ".join(sorted(apt.available(name))) or "no version"
+            gone.append(f"{name}={version} (the registry has {has})")
     if gone:
         die(
             f"Debian {SUITE} on {host_mirror()} no longer has these pinned packages of "
@@ -386,9 +385,16 @@ def write_rc_and_wrapper(kit: pathlib.Path) -> pathlib.Path:
         "# /etc/bazel/bazelrc (the client reads that path, this host's Bazel or none).",
         "# The rule sets Debian ships, in place of the ones Bazel would download:",
     ]
-    for line in debian_rc.splitlines():
-        if line.startswith("common --override_module="):
-            lines.append(line.replace("=/usr/share/bazel/", f"={root}/usr/share/bazel/"))
+    overrides = [
+        line.removeprefix("common --override_module=").split("=", 1)
+        for line in debian_rc.splitlines()
+        if line.startswith("common --override_module=")
+    ]
+    for name, path in overrides:
+        lines.append(f"common --override_module={name}={root}{path}")
+    lines.append("# The same for a WORKSPACE build (--enable_workspace --noenable_bzlmod).")
+    for name, path in overrides:
+        lines.append(f"common --override_repository={name}={root}{path}")
     lines += write_stand_in_modules(kit)
     (kit / "bazelrc").write_text("\n".join(lines) + "\n")
     bindir = kit / "bin"
@@ -449,15 +455,103 @@ def make_kit(kit: pathlib.Path) -> pathlib.Path:
     return wrapper
 
 
+def _jar_closure(root: pathlib.Path) -> set[pathlib.Path]:
+    """The jars the server loads: its class path file's and, transitively, their
+    manifests' Class-Path entries (symbolic links and their targets)."""
+    java = root / "usr/share/java"
+    todo = [
+        pathlib.Path(line)
+        for line in (root / INSTALL_BASE / "bazel_classpath_debian_depends.txt").read_text().split()
+    ]
+    seen: set[pathlib.Path] = set()
+    while todo:
+        jar = todo.pop()
+        if jar in seen or not jar.exists():
+            continue
+        seen.add(jar)
+        if jar.is_symlink():
+            seen.add(jar.resolve())
+        with zipfile.ZipFile(jar) as zf:
+            try:
+                text = zf.read("META-INF/MANIFEST.MF").decode("utf-8", "replace")
+            except KeyError:
+                continue
+        unfolded = re.sub(r"\r?\n ", "", text)
+        for line in unfolded.splitlines():
+            if line.lower().startswith("class-path:"):
+                todo += [java / e.rsplit("/", 1)[-1] for e in line.split(":", 1)[1].split()]
+    return seen
+
+
+def pack(kit: pathlib.Path, out: pathlib.Path, part_mib: int) -> list[pathlib.Path]:
+    """What the kit runs with (no documentation, no .deb files, only the jars the server
+    loads) as one .tar.xz cut into parts of at most part_mib MiB, for a machine that
+    reaches no registry; there, `cat part-* | tar -xJ -C /` puts the kit back at the same
+    absolute path (the ELF headers name it)."""
+    kit = kit.resolve()
+    root = kit / "root"
+    jars = _jar_closure(root)
+    members = [kit / "bazelrc", kit / ".stamp"]
+    for sub in ("bin", "modules", "registry"):
+        members += sorted(p for p in (kit / sub).rglob("*") if not p.is_dir())
+    skip_dirs = {
+        root / "usr/share/java",
+        root / "usr/share/doc",
+        root / "usr/share/man",
+        root / "usr/share/maven-repo",
+        root / "usr/include",
+    }
+    for path in sorted(root.rglob("*")):
+        if any(d == path or d in path.parents for d in skip_dirs):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            members.append(path)
+    members += sorted(jars)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("bazel-kit.tar.xz.part-*"):
+        old.unlink()
+    listing = out / "members.txt"
+    listing.write_text("\n".join(str(m.relative_to("/")) for m in members) + "\n")
+    log(f"packing {len(members)} files of {kit} (xz; a minute or two)")
+    tar = subprocess.Popen(
+        ["tar", "-c", "-C", "/", "--no-recursion", "-T", str(listing)], stdout=subprocess.PIPE
+    )
+    xz = subprocess.Popen(["xz", "-T0", "-6"], stdin=tar.stdout, stdout=subprocess.PIPE)
+    subprocess.run(
+        ["split", "-b", f"{part_mib}M", "-d", "-", str(out / "bazel-kit.tar.xz.part-")],
+        stdin=xz.stdout,
+        check=True,
+    )
+    if tar.wait() or xz.wait():
+        die("tar or xz failed")
+    listing.unlink()
+    return sorted(out.glob("bazel-kit.tar.xz.part-*"))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("command", choices=["kit", "check"])
+    parser.add_argument("command", choices=["kit", "check", "pack"])
     parser.add_argument("--dir", type=pathlib.Path, default=REPO / ".cache" / "bazel-kit")
+    parser.add_argument("--out", type=pathlib.Path, help="pack: where the parts go")
+    parser.add_argument("--part-mib", type=int, default=56, help="pack: the largest part")
+    parser.add_argument(
+        "--debs", type=pathlib.Path, help="kit: take the .deb files from here when they are there"
+    )
     args = parser.parse_args(argv)
+    if args.command == "pack":
+        if args.out is None:
+            parser.error("pack needs --out DIR")
+        for part in pack(args.dir, args.out, args.part_mib):
+            print(part)
+        return 0
     if args.command == "check":
         stamp = args.dir.resolve() / ".stamp"
         ok = stamp.is_file() and stamp.read_text() == stamp_of(args.dir.resolve(), read_packages())
         return 0 if ok else 1
+    if args.debs is not None and args.debs.resolve() != (args.dir.resolve() / "debs"):
+        (args.dir / "debs").mkdir(parents=True, exist_ok=True)
+        for deb in args.debs.glob("*.deb"):
+            shutil.copy2(deb, args.dir / "debs" / deb.name)
     print(make_kit(args.dir))
     return 0
 

@@ -4,9 +4,7 @@
 #
 # Environment:
 #   BAZEL_FLAGS           extra `bazel build` flags, split on spaces, e.g.
-#                         BAZEL_FLAGS="--//cuda:archs=sm_80,sm_90" (in this repository
-#                         write //cuda:archs: Bazel 4 ignores --@rules_cuda_split//cuda:archs
-#                         here, as the main repository is not @rules_cuda_split to it)
+#                         BAZEL_FLAGS="--//cuda:archs=sm_80,sm_90"
 #   EXAMPLES_REQUIRE_GPU  1: a binary that finds no CUDA device is an error (exit 77), for
 #                         machines that are meant to have one
 #   EXAMPLES_TIMEOUT      seconds each binary may run (default 300)
@@ -30,6 +28,8 @@ EXIT_NO_DEVICE=77 # examples::kExitNoDevice
 log() { printf 'examples.sh: %s\n' "$*" >&2; }
 
 bash scripts/setup.sh
+# .venv/bin/bazel: the Bazel set-up chose (7.7.1's kit, or a bazel >= 7 already on PATH).
+export PATH="$ROOT/.venv/bin:$PATH"
 
 log "bazel build ${FLAGS[*]} //examples/..."
 build_status=0

@@ -56,7 +56,9 @@ echo "build rc $rc wall_s $wall machine_cpu_s $(python3 -c "print(round($c1 - $c
 grep -A 20 '^ERROR' "$out/build.log" | head -n 60 || true
 tail -n 3 "$out/build.log"
 ((rc == 0)) || exit 1
-bin="$(bazel info -c opt "--//cuda:archs=$archs" bazel-bin)/external/ggml/test-backend-ops"
+# Its path asked of Bazel (external/<canonical name> under bzlmod).
+bin="$(bazel info -c opt "--//cuda:archs=$archs" execution_root)/$(bazel cquery -c opt \
+    "--//cuda:archs=$archs" --output=files @ggml//:test-backend-ops 2>/dev/null)"
 ls -la "$bin"
 t0=$(date +%s)
 # The log without its colours.

@@ -1,39 +1,34 @@
 #!/usr/bin/env bash
-# Brings Debian's Bazel 4.2.3 to a machine that reaches no registry and has no Java (the
-# GPU machine: Ubuntu, gcc, Python 3, CUDA at /usr/local/cuda), in two steps:
+# Brings Bazel 7.7.1 (scripts/bazel_kit.py's kit, Debian sid's packages relocated) to a
+# machine that reaches no registry and has no Java (the GPU machine: Ubuntu, gcc,
+# Python 3, CUDA at /usr/local/cuda), in two steps:
 #
-#   bash scripts/gpu_bazel.sh pack            here, after scripts/setup.sh: the .deb files
-#       (Bazel, its rule packages, openjdk-17-jre-headless, the C++ libraries Debian's
-#       Bazel client and sandbox link) into .cache/gpu-bazel/part-<N>/, each under the
-#       64 MiB that one call to the GPU machine carries, plus this checkout's .offline/.
-#   bash scripts/gpu_bazel.sh unpack [--prefix DIR] PART_DIR...
-#                                             there, from the checkout: `dpkg -x` of every
-#       .deb into DIR (default /tmp/gpu-bazel), then DIR/bin/bazel (Bazel with its install
-#       base, Java and libraries from DIR) and this checkout's .bazelrc.user (the offline
-#       rule repositories from DIR, the machine's SDK in place of the wheels).
+#   bash scripts/gpu_bazel.sh pack            here, after scripts/setup.sh: a kit made at
+#       /var/tmp/bazel-kit (the path its ELF headers name, the same there), packed as one
+#       .tar.xz cut into .cache/gpu-bazel/part-<N>/, each under the 64 MiB that one call to
+#       the GPU machine carries; ggml's sources ride with the last part.
+#   bash scripts/gpu_bazel.sh unpack PART_DIR...
+#                                             there, from the checkout: the kit back at
+#       /var/tmp/bazel-kit, /var/tmp/bazel-kit/ggml, and this checkout's .bazelrc.user (the
+#       machine's SDK in place of the wheels, @ggml from the carried sources, its gcc).
+#
+#   bash scripts/gpu_bazel.sh start | wait     there, after unpack: in the background,
+#       `bazel test //examples/...` on the GPU, then scripts/ggml_gpu_bazel.sh's build of
+#       ggml's test-backend-ops and its run; wait collects it (up to WAIT_S, 540 s). Logs
+#       in $OUT_DIR (default /tmp/gpu-bazel-out).
 #
 # The parts can arrive in separate calls: copy each out of the checkout as it arrives, then
 # unpack them all at once (docs/contributing.md, "Bazel on the GPU machine").
-# Java libraries: Debian's A-server.jar bundles every class the server runs (it has no
-# Class-Path), so none of the lib*-java packages are needed to build C++ and CUDA.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/.cache/gpu-bazel"
+KIT=/var/tmp/bazel-kit
 # What one part may hold: the call's limit is 64 MiB for all it carries.
-PART_LIMIT=$((56 * 1024 * 1024))
-PACKAGES=(
-    # Bazel: the client, its install base (A-server.jar, embedded tools) and the rule sets
-    # Debian ships in place of the ones Bazel downloads.
-    bazel-bootstrap bazel-bootstrap-data bazel-platforms bazel-rules-cc bazel-rules-java
-    bazel-skylib
-    # The server's Java.
-    openjdk-17-jre-headless
-    # Linked by the client (gRPC, protobuf) and by linux-sandbox and process-wrapper
-    # (protobuf): Debian 12's sonames, which other distributions do not have.
-    libabsl20220623 libc-ares2 libgrpc++1.51 libgrpc29 libprotobuf32 libprotoc32
-)
+PART_MIB=56
 SDK_DEFAULT=/usr/local/cuda
+# @ggml's canonical name under bzlmod (MODULE.bazel's ggml_extension).
+GGML_REPO=_main~ggml_extension~ggml
 
 log() { printf 'gpu_bazel.sh: %s\n' "$*" >&2; }
 die() {
@@ -42,40 +37,18 @@ die() {
 }
 
 pack() {
-    [[ -d "$ROOT/.offline/rules_cc" ]] || die "no .offline/rules_cc: run scripts/setup.sh first"
-    local debs="$OUT/debs"
-    rm -rf "$OUT" && mkdir -p "$debs"
-    local pkg file
-    for pkg in "${PACKAGES[@]}"; do
-        # apt's cached .deb (setup.sh's download), else the candidate version downloaded.
-        file="$(find /var/cache/apt/archives -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -n 1)"
-        if [[ -n "$file" ]]; then
-            cp "$file" "$debs/"
-        else
-            log "downloading $pkg"
-            (cd "$debs" && apt-get download -q "$pkg" >/dev/null 2>&1) ||
-                die "apt-get download $pkg failed"
-        fi
+    python3 "$ROOT/scripts/bazel_kit.py" kit --dir "$KIT" --debs "$ROOT/.cache/bazel-kit/debs" >/dev/null
+    rm -rf "$OUT" && mkdir -p "$OUT/tmp"
+    python3 "$ROOT/scripts/bazel_kit.py" pack --dir "$KIT" --out "$OUT/tmp" --part-mib "$PART_MIB" >/dev/null
+    local n=0 file
+    for file in "$OUT"/tmp/bazel-kit.tar.xz.part-*; do
+        n=$((n + 1))
+        mkdir -p "$OUT/part-$n"
+        mv "$file" "$OUT/part-$n/"
     done
-    # Largest first into the first part with room (first-fit decreasing).
-    local -a sizes=() names=()
-    local n=0 size
-    while read -r size file; do
-        local part=1
-        while ((${sizes[part]:-0} + size > PART_LIMIT)); do
-            part=$((part + 1))
-        done
-        sizes[part]=$((${sizes[part]:-0} + size))
-        mkdir -p "$OUT/part-$part"
-        mv "$debs/$file" "$OUT/part-$part/"
-        ((part > n)) && n=$part
-    done < <(cd "$debs" && stat -c '%s %n' -- *.deb | sort -rn)
-    rmdir "$debs"
-    # .offline (rules_cc for Bazel 4.2.3, remote_coverage_tools) rides with the last part.
-    cp -r "$ROOT/.offline/rules_cc" "$ROOT/.offline/remote_coverage_tools" "$OUT/part-$n/"
-    # So does @ggml: the sdist (77 MB) is over one call's limit, so what ggml.BUILD reads
-    # of it (ggml/, test-backend-ops.cpp), with that BUILD file, served by
-    # --override_repository.
+    rmdir "$OUT/tmp"
+    # @ggml: the sdist (77 MB) is over one call's limit, so what ggml.BUILD reads of it
+    # (ggml/, test-backend-ops.cpp), with that BUILD file, served by --override_repository.
     local sdist="$ROOT/.cache/corpus/llama_cpp_python-0.3.36.tar.gz" tmp
     if [[ -f "$sdist" ]]; then
         tmp="$(mktemp -d)"
@@ -89,105 +62,32 @@ pack() {
     else
         log "no $sdist (python3 tests/support/corpus.py downloads it): @ggml is not packed"
     fi
+    local part
     for part in $(seq 1 "$n"); do
-        names+=("$(du -sh "$OUT/part-$part" | cut -f1) .cache/gpu-bazel/part-$part")
+        log "$(du -sh "$OUT/part-$part" | cut -f1) .cache/gpu-bazel/part-$part"
     done
-    log "packed ${#PACKAGES[@]} packages into $n parts:"
-    printf '  %s\n' "${names[@]}" >&2
-}
-
-# Extracts one .deb into $1 with dpkg, or with ar and tar where there is no dpkg.
-extract_deb() {
-    local deb="$1" prefix="$2"
-    if command -v dpkg >/dev/null; then
-        dpkg -x "$deb" "$prefix"
-        return
-    fi
-    local member
-    member="$(ar t "$deb" | grep '^data\.tar')"
-    case "$member" in
-    *.xz) ar p "$deb" "$member" | tar -xJ -C "$prefix" ;;
-    *.zst) ar p "$deb" "$member" | tar --zstd -x -C "$prefix" ;;
-    *) ar p "$deb" "$member" | tar -xz -C "$prefix" ;;
-    esac
 }
 
 unpack() {
-    local prefix=/tmp/gpu-bazel
-    local -a parts=()
-    while (($#)); do
-        case "$1" in
-        --prefix)
-            prefix="${2:?--prefix needs a directory}"
-            shift 2
-            ;;
-        *)
-            parts+=("$1")
-            shift
-            ;;
-        esac
-    done
+    local -a parts=("$@")
     ((${#parts[@]})) || die "unpack: name the part directories (.cache/gpu-bazel/part-<N>)"
-    mkdir -p "$prefix"
-    prefix="$(cd "$prefix" && pwd)"
-    local part deb count=0
+    local part
     for part in "${parts[@]}"; do
         [[ -d "$part" ]] || die "unpack: $part: no such directory"
-        for deb in "$part"/*.deb; do
-            [[ -e "$deb" ]] || continue
-            extract_deb "$deb" "$prefix"
-            count=$((count + 1))
-        done
+    done
+    rm -rf "$KIT"
+    # The kit's pieces in order (bazel-kit.tar.xz.part-00, -01, ...), whichever part
+    # directory holds each.
+    find "${parts[@]}" -name 'bazel-kit.tar.xz.part-*' -printf '%f %p\n' | sort |
+        cut -d' ' -f2- | xargs cat | tar -xJ -C /
+    for part in "${parts[@]}"; do
         if [[ -f "$part/ggml.tar.xz" ]]; then
-            rm -rf "${prefix:?}/ggml" && mkdir -p "$prefix/ggml"
-            tar -xJf "$part/ggml.tar.xz" -C "$prefix/ggml"
+            rm -rf "$KIT/ggml" && mkdir -p "$KIT/ggml"
+            tar -xJf "$part/ggml.tar.xz" -C "$KIT/ggml"
         fi
-        for dir in rules_cc remote_coverage_tools; do
-            if [[ -d "$part/$dir" ]]; then
-                rm -rf "${prefix:?}/offline/$dir" && mkdir -p "$prefix/offline"
-                cp -r "$part/$dir" "$prefix/offline/"
-            fi
-        done
     done
-    local missing=()
-    for need in usr/bin/bazel-4 usr/share/bazel/A-server.jar usr/lib/jvm/java-17-openjdk-amd64/bin/java \
-        usr/lib/x86_64-linux-gnu/libprotobuf.so.32 offline/rules_cc; do
-        [[ -e "$prefix/$need" ]] || missing+=("$need")
-    done
-    ((${#missing[@]} == 0)) || die "unpack: $prefix lacks ${missing[*]}: a part is missing"
-
-    # Debian's absolute links (the JDK's conf/ into /etc/java-17-openjdk) point into the
-    # prefix instead.
-    local link target
-    while IFS= read -r -d '' link; do
-        target="$(readlink "$link")"
-        ln -sfn "$prefix$target" "$link"
-    done < <(find "$prefix" -type l -lname '/*' -print0)
-
-    local libs="$prefix/usr/lib/x86_64-linux-gnu"
-    local base="$prefix/usr/share/bazel"
-    local java="$prefix/usr/lib/jvm/java-17-openjdk-amd64"
-    # The sandbox and the process wrapper run every action: they find Debian's libraries
-    # through the loader's own --library-path, so that no LD_LIBRARY_PATH reaches actions.
-    local tool real loader=/lib64/ld-linux-x86-64.so.2
-    for tool in linux-sandbox process-wrapper; do
-        real="$prefix/usr/libexec/x86_64-linux-gnu/bazel/$tool"
-        rm -f "$base/$tool"
-        printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$loader" "$libs" "$real" \
-            >"$base/$tool"
-        chmod +x "$base/$tool"
-    done
-    mkdir -p "$prefix/bin"
-    cat >"$prefix/bin/bazel" <<EOF
-#!/bin/sh
-# Debian's Bazel 4.2.3 unpacked by scripts/gpu_bazel.sh: its install base, Java and
-# libraries from $prefix.
-export JAVA_HOME="$java"
-LD_LIBRARY_PATH="$libs" exec "$prefix/usr/bin/bazel-4" \\
-    --install_base="$base" --trust_install_base --server_javabase="$java" "\$@"
-EOF
-    chmod +x "$prefix/bin/bazel"
-    "$prefix/bin/bazel" --version >/dev/null || die "unpack: $prefix/bin/bazel --version failed"
+    [[ -x "$KIT/bin/bazel" ]] || die "unpack: no $KIT/bin/bazel: a part is missing"
+    "$KIT/bin/bazel" --version >/dev/null || die "unpack: $KIT/bin/bazel --version failed"
 
     local sdk="${CUDA_SPLIT_LOCAL_SDK:-$SDK_DEFAULT}"
     [[ -x "$sdk/bin/nvcc" ]] || die "no $sdk/bin/nvcc: set CUDA_SPLIT_LOCAL_SDK to the SDK"
@@ -197,31 +97,44 @@ EOF
     local cc
     cc="$(command -v gcc)" || die "no gcc on PATH"
     {
-        echo "# Written by scripts/gpu_bazel.sh unpack for Bazel in $prefix."
-        local cmd repo dir
-        for cmd in build fetch query sync; do
-            for repo in rules_cc=offline/rules_cc rules_java=usr/share/bazel/rules/java \
-                platforms=usr/share/bazel/platforms bazel_skylib=usr/share/bazel/tools/skylib \
-                remote_coverage_tools=offline/remote_coverage_tools; do
-                dir="${repo#*=}"
-                echo "$cmd --override_repository=${repo%%=*}=$prefix/$dir"
-            done
-            [[ -d "$prefix/ggml" ]] && echo "$cmd --override_repository=ggml=$prefix/ggml"
-            # The machine's SDK (with cuBLAS) in place of the wheels, which stay here.
-            echo "$cmd --repo_env=CUDA_SPLIT_LOCAL_SDK=$sdk"
-            echo "$cmd --repo_env=CC=$cc"
-        done
-        echo "build --nosandbox_debug"
+        echo "# Written by scripts/gpu_bazel.sh unpack for Bazel 7.7.1 in $KIT."
+        [[ -d "$KIT/ggml" ]] && echo "common --override_repository=$GGML_REPO=$KIT/ggml"
+        # The machine's SDK (with cuBLAS) in place of the wheels, which stay here.
+        echo "common --repo_env=CUDA_SPLIT_LOCAL_SDK=$sdk"
+        echo "common --repo_env=CC=$cc"
         echo "build --sandbox_base=/dev/shm"
     } >"$ROOT/.bazelrc.user"
-    log "unpacked $count packages into $prefix; Bazel: $prefix/bin/bazel ($("$prefix/bin/bazel" --version)); SDK: $sdk"
+    log "Bazel: $KIT/bin/bazel ($("$KIT/bin/bazel" --version)); SDK: $sdk; PATH=$KIT/bin:\$PATH"
+}
+
+# The examples' cuda_tests and ggml's GPU suite with the kit's Bazel (the background run).
+check() {
+    local out=$1
+    export PATH="$KIT/bin:$PATH"
+    echo "start $(date -u +%T) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+    echo "$(bazel --version) $(gcc --version | head -n 1) nvcc $(/usr/local/cuda/bin/nvcc --version | tail -n 2 | head -n 1)"
+    bazel test //examples/... >"$out/examples-test.log" 2>&1
+    echo "examples test rc $?"
+    grep -E 'PASSED|FAILED|NO STATUS|Executed|processes' "$out/examples-test.log"
+    cp -r "$(bazel info bazel-testlogs)/examples" "$out/testlogs" 2>/dev/null
+    OUT_DIR="$out" bash "$ROOT/scripts/ggml_gpu_bazel.sh" run sm_90
 }
 
 case "${1:-}" in
 pack) pack ;;
+start)
+    source "$ROOT/scripts/background.sh"
+    mkdir -p "${OUT_DIR:-/tmp/gpu-bazel-out}"
+    bg_start "${OUT_DIR:-/tmp/gpu-bazel-out}/log.txt" "$0"
+    ;;
+run) check "${OUT_DIR:-/tmp/gpu-bazel-out}" ;;
+wait)
+    source "$ROOT/scripts/background.sh"
+    TAIL=60 bg_wait "${OUT_DIR:-/tmp/gpu-bazel-out}/log.txt" "$0"
+    ;;
 unpack)
     shift
     unpack "$@"
     ;;
-*) die "usage: gpu_bazel.sh pack | unpack [--prefix DIR] PART_DIR..." ;;
+*) die "usage: gpu_bazel.sh pack | unpack PART_DIR... | start | wait" ;;
 esac

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine to develop rules_cuda_split with no internet but apt and PyPI:
-#   1. apt packages: Debian's Bazel 4.2.3 and the rule sets it would otherwise download,
-#      Go and the go.starlark.net sources, binutils;
+#   1. apt packages: Go and the go.starlark.net sources, binutils, patchelf, CMake, Ninja;
+#      then Bazel 7.7.1: a `bazel` of version 7 or later already on PATH is used as it is;
+#      otherwise scripts/bazel_kit.py makes .cache/bazel-kit, Debian sid's bazel-bootstrap
+#      7.7.1 relocated to run here with its own glibc and JVM while the actions run with
+#      this machine's gcc and Python (docs/contributing.md, "Bazel"). Either way
+#      .venv/bin/bazel is that Bazel;
 #   2. the pinned CUDA wheels of scripts/cuda-wheels.txt, downloaded once into
 #      .cache/cuda-wheels: Bazel's hermetic SDK (WORKSPACE, `@cuda`) reads them from there
 #      (`--distdir`, below) instead of fetching them from PyPI again; and installed from
@@ -14,9 +18,7 @@
 #      installed into the system interpreter: `source .venv/bin/activate` puts them on
 #      PATH, or run .venv/bin/nvcc-split. (The Bazel actions need none of it: they run
 #      the step runner, standard library only, with the python3 on the action's PATH.)
-#   4. .offline/ (a rules_cc copy that Bazel 4.2.3 can load, a remote_coverage_tools
-#      stand-in) and the generated block of .bazelrc.user that points Bazel at them and
-#      at the downloaded wheels;
+#   4. the generated block of .bazelrc.user, which points Bazel at the downloaded wheels;
 #   5. .offline/bin/starlark, a Starlark interpreter built from tools/starlark/*.go.
 # Idempotent: every step checks first and does nothing when already done, so a second
 # run takes about a second. Run it from anywhere: `bash scripts/setup.sh`.
@@ -34,15 +36,8 @@ SDK_DIR="$ROOT/.sdk"
 WHEEL_SDK_ROOT=""
 CUDA_PATH_DIR=""
 WHEELS="$ROOT/.cache/cuda-wheels"
-APT_PACKAGES=(
-    bazel-bootstrap bazel-platforms bazel-rules-cc bazel-rules-java bazel-skylib
-    golang-go golang-starlark-dev binutils cmake ninja-build
-)
-# Where Debian's packages put the repositories that Bazel would download.
-DEB_RULES_CC=/usr/share/bazel/rules/cc
-DEB_RULES_JAVA=/usr/share/bazel/rules/java
-DEB_PLATFORMS=/usr/share/bazel/platforms
-DEB_SKYLIB=/usr/share/bazel/tools/skylib
+APT_PACKAGES=(golang-go golang-starlark-dev binutils patchelf cmake ninja-build)
+BAZEL_KIT="$ROOT/.cache/bazel-kit"
 GOCODE=/usr/share/gocode
 # Running as root is what set-up does here; pip need not warn about it.
 export PIP_ROOT_USER_ACTION=ignore
@@ -204,61 +199,32 @@ compile_tools() {
     "$PY" -m compileall -q tools/cuda_split >/dev/null
 }
 
-# rules_cc as packaged is newer than Bazel 4.2.3: two files load use_cpp_toolchain, which
-# 4.2.3's @bazel_tools lacks. The copy asks for the C++ toolchain type directly instead.
-make_rules_cc() {
-    local dest="$OFFLINE/rules_cc" want
-    want="$(dpkg-query -W -f='${Version}' bazel-rules-cc) use_cpp_toolchain-patch-1"
-    [[ "$(cat "$dest/.stamp" 2>/dev/null)" == "$want" ]] && return 0
-    log "copying $DEB_RULES_CC to .offline/rules_cc with the use_cpp_toolchain fix"
-    rm -rf "$dest"
-    mkdir -p "$OFFLINE"
-    cp -r "$DEB_RULES_CC" "$dest"
-    chmod -R u+w "$dest"
-    local f
-    for f in cc/private/rules_impl/compiler_flag.bzl cc/private/rules_impl/cc_flags_supplier.bzl; do
-        sed -i \
-            -e 's/"find_cpp_toolchain", "use_cpp_toolchain")/"find_cpp_toolchain")/' \
-            -e 's|toolchains = use_cpp_toolchain(),|toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],|' \
-            "$dest/$f"
-    done
-    if grep -rq use_cpp_toolchain "$dest/cc"; then
-        log "error: .offline/rules_cc still mentions use_cpp_toolchain; update the patch:"
-        grep -rn use_cpp_toolchain "$dest/cc" >&2
-        exit 1
-    fi
-    echo "$want" >"$dest/.stamp"
+# The major version a `bazel` prints (`bazel 7.7.1` -> 7), 0 when it prints none.
+bazel_major() {
+    local out
+    out="$("$1" --version 2>/dev/null | sed -n 's/^bazel \([0-9]*\).*/\1/p' | head -n 1)" || true
+    echo "${out:-0}"
 }
 
-# `bazel test` loads @bazel_tools//tools/test:{coverage_report_generator,lcov_merger},
-# aliases into @remote_coverage_tools, which Bazel would download. Coverage itself is not
-# supported offline; the stand-in only makes those labels exist.
-make_remote_coverage_tools() {
-    local dest="$OFFLINE/remote_coverage_tools"
-    write_if_changed "$dest/WORKSPACE" <<'EOF'
-workspace(name = "remote_coverage_tools")
-EOF
-    write_if_changed "$dest/unavailable.sh" <<'EOF'
-#!/bin/sh
-echo "remote_coverage_tools is an offline stand-in written by scripts/setup.sh:" \
-    "coverage is not available on this machine." >&2
-exit 1
-EOF
-    chmod 0755 "$dest/unavailable.sh"
-    write_if_changed "$dest/BUILD" <<'EOF'
-# Offline stand-in for the repository Bazel downloads for coverage (see scripts/setup.sh).
-package(default_visibility = ["//visibility:public"])
-
-sh_binary(
-    name = "coverage_report_generator",
-    srcs = ["unavailable.sh"],
-)
-
-sh_binary(
-    name = "lcov_merger",
-    srcs = ["unavailable.sh"],
-)
-EOF
+# .venv/bin/bazel: a bazel >= 7 found on PATH (outside .venv/), else the kit's.
+install_bazel() {
+    local found="" dir
+    local IFS=:
+    for dir in $PATH; do
+        [[ -n "$dir" && "$dir" != "$VENV/bin" && -x "$dir/bazel" ]] || continue
+        if (($(bazel_major "$dir/bazel") >= 7)); then
+            found="$dir/bazel"
+            break
+        fi
+    done
+    unset IFS
+    if [[ -z "$found" ]]; then
+        found="$("$PY" scripts/bazel_kit.py kit --dir "$BAZEL_KIT")"
+    fi
+    if [[ "$(readlink "$VENV/bin/bazel" 2>/dev/null)" != "$found" ]]; then
+        ln -sfn "$found" "$VENV/bin/bazel"
+        log "bazel (.venv/bin/bazel): $found ($("$found" --version 2>/dev/null))"
+    fi
 }
 
 # The generated block of .bazelrc.user; lines outside the markers are the developer's and
@@ -266,34 +232,22 @@ EOF
 write_bazelrc_user() {
     local begin="# >>> written by scripts/setup.sh; edits inside this block are lost >>>"
     local end="# <<< written by scripts/setup.sh <<<"
-    local block cmd repo
-    local -a overrides=(
-        "rules_cc=$OFFLINE/rules_cc"
-        "rules_java=$DEB_RULES_JAVA"
-        "platforms=$DEB_PLATFORMS"
-        "bazel_skylib=$DEB_SKYLIB"
-        "remote_coverage_tools=$OFFLINE/remote_coverage_tools"
-    )
+    local block
     block="$begin"$'\n'
-    block+="# No internet: serve the repositories Bazel would download from local copies."$'\n'
-    for cmd in build fetch query sync; do
-        for repo in "${overrides[@]}"; do
-            block+="$cmd --override_repository=$repo"$'\n'
-        done
-    done
-    block+="# Debian's /etc/bazel/bazelrc turns on --sandbox_debug: a screen of linux-sandbox"$'\n'
-    block+="# log per action, and sandboxes left on disk."$'\n'
+    block+="# Debian's /etc/bazel/bazelrc turns on --sandbox_debug (a Bazel from Debian's"$'\n'
+    block+="# packages on PATH): a screen of linux-sandbox log per action, sandboxes kept."$'\n'
     block+="build --nosandbox_debug"$'\n'
     if [[ "$(stat -f -c %T /dev/shm 2>/dev/null)" == tmpfs ]]; then
         # Sandboxes of a few thousand symlinks (the SDK headers) take seconds to make
         # and remove on this disk, and milliseconds on tmpfs.
         block+="build --sandbox_base=/dev/shm"$'\n'
     fi
-    block+="# The hermetic SDK's wheels (@cuda, WORKSPACE): Bazel takes a file it would"$'\n'
-    block+="# download from here when the name and SHA-256 match, and reads no network."$'\n'
-    for cmd in build fetch query sync; do
-        block+="$cmd --distdir=$WHEELS"$'\n'
-    done
+    block+="# The hermetic SDK's wheels (@cuda) and ggml's sdist (@ggml, once"$'\n'
+    block+="# tests/support/corpus.py has it): Bazel takes a file it would download from"$'\n'
+    block+="# here when the name and SHA-256 match, and reads no network."$'\n'
+    block+="common --distdir=$WHEELS"$'\n'
+    block+="common --distdir=$ROOT/.cache/corpus"$'\n'
+
     block+="$end"
     {
         if [[ -f .bazelrc.user ]]; then
@@ -377,8 +331,7 @@ normalize_sdk_mtimes "$SDK_DIR"
 install_dev_tools
 install_project
 compile_tools
-make_rules_cc
-make_remote_coverage_tools
+install_bazel
 write_bazelrc_user
 build_starlark
 install_buildifier
@@ -388,4 +341,4 @@ wait "$buildgrid_pid" || {
     exit 1
 }
 
-log "ready (Bazel's SDK: @cuda from .cache/cuda-wheels; outside Bazel: CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"
+log "ready (bazel: .venv/bin/bazel, $("$VENV/bin/bazel" --version); Bazel's SDK: @cuda from .cache/cuda-wheels; outside Bazel: CUDA_PATH=${CUDA_PATH_DIR#"$ROOT"/}; nvcc-split, cuda-split: source .venv/bin/activate)"

@@ -25,6 +25,8 @@ if ((quick)); then
 else
     bash scripts/setup.sh
 fi
+# .venv/bin first: the tests' `bazel` is the one set-up chose (.venv/bin/bazel).
+export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 # Whole modules per worker, longest first (tests/module_seconds.json; tests/conftest.py).

@@ -3,10 +3,10 @@
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
 load("@rules_cc//cc:defs.bzl", "CcInfo")
 
-_ARCHS = "//cuda:archs"
-_MODE = "//cuda:compile_mode"
-_ARCH_LIST = "//cuda:device_arch_list"
-_COPTS = "//cuda:copts"
+_ARCHS = str(Label("//cuda:archs"))
+_MODE = str(Label("//cuda:compile_mode"))
+_ARCH_LIST = str(Label("//cuda:device_arch_list"))
+_COPTS = str(Label("//cuda:copts"))
 
 # Split mode, with an arch spec of a virtual arch with two real ones and a plain real arch.
 _SPLIT_MIXED_ARCHS = {_ARCHS: "compute_80:sm_80,sm_86;sm_90", _MODE: "split"}

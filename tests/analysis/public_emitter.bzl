@@ -52,7 +52,7 @@ def _public_emitter_impl(ctx):
 
 public_emitter_test = analysistest.make(
     _public_emitter_impl,
-    config_settings = {"//cuda:archs": "sm_90", "//cuda:compile_mode": "split"},
+    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "split"},
 )
 
 public_emitter_failure_test = failure_test()

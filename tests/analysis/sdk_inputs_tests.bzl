@@ -74,11 +74,11 @@ _ATTRS = {
 sdk_inputs_test = analysistest.make(
     _sdk_inputs_impl,
     attrs = _ATTRS,
-    config_settings = {"//cuda:archs": "sm_90", "//cuda:compile_mode": "split"},
+    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "split"},
 )
 
 sdk_inputs_mono_test = analysistest.make(
     _sdk_inputs_impl,
     attrs = _ATTRS,
-    config_settings = {"//cuda:archs": "sm_90", "//cuda:compile_mode": "mono"},
+    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "mono"},
 )

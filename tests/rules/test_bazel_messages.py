@@ -4,31 +4,37 @@ two targets' actions apart."""
 from __future__ import annotations
 
 import pathlib
+import re
 import uuid
 
 import pytest
 
-from cuda_split.commands import execlog
 from support.bazel_util import bazel
 
 pytestmark = pytest.mark.bazel
 
 
-def test_progress_messages_name_the_target(sdk: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_progress_messages_name_the_target(sdk: pathlib.Path) -> None:
     """One `.cu` in two targets: each action's progress line ends with its target, so the
     two targets' lines for the same source and arch can be told apart."""
-    log = tmp_path / "log.json"
     targets = ["//tests/analysis:shared_source_lib", "//tests/analysis:shared_source_test"]
-    bazel(
+    proc = bazel(
         "build",
         *targets,
         "--output_groups=cuda_ptx",  # the PTX: preprocess and cicc only, no host compile
-        # A define of this run's own: the actions run (and are logged) every time.
+        # A define of this run's own: the actions run every time.
         f"--//cuda:copts=-DPROGRESS_TEST_{uuid.uuid4().hex}",
-        f"--execution_log_json_file={log}",
+        # Each action run, with its progress message: `SUBCOMMAND: # //pkg:t [action
+        # 'MESSAGE', configuration: ...` (Bazel 7's execution log has no message).
+        "--subcommands",
     )
-    spawns = [s for s in execlog.read_log(str(log)) if str(s.get("mnemonic")).startswith("Cuda")]
-    messages = sorted(str(s["progressMessage"]) for s in spawns)
+    messages = sorted(
+        m.group(1)
+        for m in re.finditer(
+            r"^SUBCOMMAND: # \S+ \[action '(.*)', configuration: ", proc.stderr, re.M
+        )
+        if "tests/analysis/c.cu" in m.group(1) or "(cicc)" in m.group(1)
+    )
     assert messages, "no CUDA action ran"
     for target in targets:
         mine = [m for m in messages if m.endswith(f" [{target}]")]

@@ -1,5 +1,6 @@
 """A user's own workspace, outside this repository, set up with exactly the README's
-snippets: a `cuda_library` of its own, one in an external repository (root-relative
+snippets (its MODULE.bazel, built with bzlmod; its WORKSPACE, built with
+`--enable_workspace --noenable_bzlmod`): a `cuda_library` of its own, one in an external repository (root-relative
 include, one source in two targets), a `.cpp` source compiled as CUDA, a `cc_binary`
 including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, a shared object, its
 output groups, built with `-c dbg` and `-c opt`. And a BUILD file written for
@@ -7,14 +8,14 @@ bazel-contrib/rules_cuda (tests/rules_cuda_dialect/BUILD.rules_cuda), built thro
 `@rules_cuda_split//cuda:defs.bzl` with only its loads' repository name changed, and
 unchanged in a repository that maps `@rules_cuda` to `@rules_cuda_split`.
 
-The WORKSPACE and BUILD text come from README.md's blocks marked
-`<!-- user-workspace: NAME -->`, so the README cannot drift from what works. The offline
-repository overrides and the `--distdir` of the hermetic SDK's wheels come from this
+The MODULE.bazel, WORKSPACE and BUILD text come from README.md's blocks marked
+`<!-- user-module: MODULE.bazel -->` and `<!-- user-workspace: NAME -->`, so the README
+cannot drift from what works. The `--distdir` of the hermetic SDK's wheels comes from this
 checkout's `.bazelrc.user` (what README's "Without internet" section tells users to
-write): the SDK is the one the README's WORKSPACE declares, NVIDIA's wheels unpacked by
-the rules, not this machine's. README's MODULE.bazel snippet cannot be built by Bazel
-4.2.3: tests/repo/test_readme.py checks it against this repository's MODULE.bazel and
-extensions.bzl in the Starlark interpreter.
+write): the SDK is the one the README declares, NVIDIA's wheels unpacked by the rules, not
+this machine's. The external repositories of the tests (a third-party one, a rules_cuda
+one) are added to the snippet as a user adds them: `use_repo_rule(local_repository)` and a
+local module whose `bazel_dep` names rules_cuda_split `rules_cuda`.
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ from support.bazel_util import REPO, bazel, checkout_copy
 
 pytestmark = pytest.mark.bazel
 
-_RC_LINE = re.compile(
-    r"(build|fetch|query|sync) --(override_repository|distdir|sandbox_base|nosandbox_debug)"
-)
+_RC_LINE = re.compile(r"(build|common) --(distdir|sandbox_base|nosandbox_debug)")
 _SNIPPET = re.compile(r"<!-- user-workspace: (\w+) -->\n```starlark\n(.*?)```", re.S)
+_MODULE_SNIPPET = re.compile(r"<!-- user-module: MODULE\.bazel -->\n```starlark\n(.*?)```", re.S)
 
 SOURCES = {
     "saxpy.h": "void saxpy(int n, float a, const float* x, float* y);\n",
@@ -263,7 +263,16 @@ def _dialect_package(root: pathlib.Path, load_repo: str) -> None:
 
 
 def readme_snippets() -> dict[str, str]:
-    return dict(_SNIPPET.findall((REPO / "README.md").read_text(encoding="utf-8")))
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    found = dict(_SNIPPET.findall(text))
+    found.update({"MODULE.bazel": m for m in _MODULE_SNIPPET.findall(text)})
+    return found
+
+
+def _with_path(snippet: str, rules: pathlib.Path) -> str:
+    text = snippet.replace('path = "..."', f'path = "{rules}"')
+    assert text != snippet, 'README\'s snippet has `path = "..."`'
+    return text
 
 
 def offline_bazelrc() -> str:
@@ -296,27 +305,37 @@ def _symbols(obj: pathlib.Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """README's MODULE.bazel and BUILD, with two external repositories of the tests."""
     tmp = tmp_path_factory.mktemp("user")
     rules = checkout_copy(tmp / "rules_cuda_split")
     snippets = readme_snippets()
-    assert set(snippets) == {"WORKSPACE", "BUILD"}, "README.md's user-workspace blocks"
+    assert set(snippets) == {"MODULE.bazel", "WORKSPACE", "BUILD"}, "README.md's user blocks"
     ws = tmp / "user"
-    ws_text = snippets["WORKSPACE"].replace('path = "..."', f'path = "{rules}"')
-    assert ws_text != snippets["WORKSPACE"], 'README\'s WORKSPACE has `path = "..."`'
-    ws_text += f'\nlocal_repository(name = "extrepo", path = "{tmp / "extrepo"}")\n'
-    # The rules_cuda BUILD file unchanged: this repository's @rules_cuda is ours.
-    ws_text += (
-        f'\nlocal_repository(name = "rcext", path = "{tmp / "rcext"}", '
-        'repo_mapping = {"@rules_cuda": "@rules_cuda_split"})\n'
+    module = _with_path(snippets["MODULE.bazel"], rules)
+    module += (
+        "\n# The tests' own repositories.\n"
+        'local_repository = use_repo_rule("@bazel_tools//tools/build_defs/repo:local.bzl", '
+        '"local_repository")\n'
+        f'local_repository(name = "extrepo", path = "{tmp / "extrepo"}")\n'
+        # The rules_cuda BUILD file unchanged: this module's @rules_cuda is ours.
+        'bazel_dep(name = "rcext")\n'
+        f'local_path_override(module_name = "rcext", path = "{tmp / "rcext"}")\n'
     )
-    _write(ws, {"WORKSPACE": ws_text, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
+    _write(ws, {"MODULE.bazel": module, "BUILD": snippets["BUILD"], ".bazelrc": offline_bazelrc()})
     _write(ws, SOURCES)
     _write(ws, REFUSED)
     _write(ws, PLUGINS)
     _write(tmp / "extrepo", EXTERNAL)
     _dialect_package(ws / "rcuda", "rules_cuda_split")
     _dialect_package(tmp / "rcext", "rules_cuda")
-    _write(tmp / "rcext", {"WORKSPACE": 'workspace(name = "rcext")\n'})
+    _write(
+        tmp / "rcext",
+        {
+            "MODULE.bazel": 'module(name = "rcext")\n\n'
+            'bazel_dep(name = "rules_cuda_split", version = "0.1.0", repo_name = "rules_cuda")\n'
+            'bazel_dep(name = "rules_cc", version = "0.2.14")\n'
+        },
+    )
     return ws
 
 
@@ -325,6 +344,41 @@ def output_base(workspace: pathlib.Path) -> object:
     base = workspace.parent / "output-base"
     yield base
     bazel("shutdown", cwd=workspace, output_base=base, check=False)
+
+
+def _external(root: pathlib.Path, name: str) -> pathlib.Path:
+    """`root/external/<the canonical name of the repository named name>`."""
+    (found,) = [p for p in (root / "external").glob(f"*{name}") if p.is_dir()]
+    return found
+
+
+def test_readme_workspace_file_builds(tmp_path: pathlib.Path) -> None:
+    """README's WORKSPACE snippet and BUILD, without bzlmod (`--enable_workspace
+    --noenable_bzlmod`, as Bazel 7 and 8 run a WORKSPACE): the library, a cc_binary over it
+    and the shared object build, and the binary runs."""
+    snippets = readme_snippets()
+    rules = checkout_copy(tmp_path / "rules_cuda_split")
+    ws = tmp_path / "user"
+    _write(
+        ws,
+        {
+            "WORKSPACE": _with_path(snippets["WORKSPACE"], rules),
+            "BUILD": snippets["BUILD"],
+            ".bazelrc": offline_bazelrc() + "common --enable_workspace --noenable_bzlmod\n",
+        },
+    )
+    _write(ws, {k: v for k, v in SOURCES.items() if not k.startswith("misc/")})
+    base = tmp_path / "output-base"
+    try:
+        bazel("build", "//:saxpy_main", "//:libsaxpy.so", cwd=ws, output_base=base)
+        bin_dir = pathlib.Path(bazel("info", "bazel-bin", cwd=ws, output_base=base).stdout.strip())
+        assert (bin_dir / "_cuda/saxpy/saxpy/saxpy.compute_90.ptx").is_file()
+        subprocess.run([str(bin_dir / "saxpy_main")], check=True, capture_output=True)
+        assert "(found by: CUDA 13.0 wheels: nvidia-cuda-nvcc 13.0.88," in (
+            (_external(base, "cuda_13_0") / "BUILD.bazel").read_text()
+        )
+    finally:
+        bazel("shutdown", cwd=ws, output_base=base, check=False)
 
 
 # README's snippets (the rules_cuda dialect's package has tests of its own).
@@ -342,7 +396,7 @@ def test_readme_workspace_builds(
         ).stdout.strip()
     )
     # The SDK is the README's: CUDA 13.0 from the wheels, not one found on the machine.
-    build_file = (output_base / "external" / "cuda_13_0" / "BUILD.bazel").read_text()
+    build_file = (_external(output_base, "cuda_13_0") / "BUILD.bazel").read_text()
     assert "(found by: CUDA 13.0 wheels: nvidia-cuda-nvcc 13.0.88," in build_file
     obj = bin_dir / "_cuda/saxpy/saxpy/saxpy.o"
     # Host debug info exactly in dbg, NDEBUG exactly in opt: the C++ toolchain's flags.
@@ -351,7 +405,7 @@ def test_readme_workspace_builds(
     assert ("built_with_ndebug" in symbols) == (mode == "opt"), symbols
     assert ("built_without_ndebug" in symbols) == (mode == "dbg"), symbols
     # One source in two targets of an external repository: one directory each.
-    ext = bin_dir / "external/extrepo/pkg/_cuda"
+    ext = _external(bin_dir, "extrepo") / "pkg/_cuda"
     assert (ext / "k/k/k.o").is_file() and (ext / "k2/k/k.o").is_file()
     assert (ext / "k/k/k.compute_90.ptx").read_bytes() != (
         ext / "k2/k/k.compute_90.ptx"
