@@ -1,12 +1,12 @@
 """A user's own workspace, outside this repository, set up with exactly the README's
 snippets (its MODULE.bazel, built with bzlmod; its WORKSPACE, built with
-`--enable_workspace --noenable_bzlmod`): a `cuda_library` of its own, one in an external repository (root-relative
-include, one source in two targets), a `.cpp` source compiled as CUDA, a `cc_binary`
-including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, a shared object, its
-output groups, built with `-c dbg` and `-c opt`. And a BUILD file written for
-bazel-contrib/rules_cuda (tests/rules_cuda_dialect/BUILD.rules_cuda), built through
-`@rules_cuda_split//cuda:defs.bzl` with only its loads' repository name changed, and
-unchanged in a repository that maps `@rules_cuda` to `@rules_cuda_split`.
+`--enable_workspace --noenable_bzlmod`): a `cuda_library` of its own, one in an external
+repository (root-relative include, one source in two targets), a `.cpp` source compiled
+as CUDA, a `cc_binary` including `<cuda_runtime.h>`, a `cuda_binary` with a host `.cc`, a
+shared object, its output groups, built with `-c dbg` and `-c opt`. And a BUILD file
+written for bazel-contrib/rules_cuda (tests/rules_cuda_dialect/BUILD.rules_cuda), built
+through `@rules_cuda_split//cuda:defs.bzl` with only its loads' repository name changed,
+and unchanged in a module whose `bazel_dep` names rules_cuda_split `rules_cuda`.
 
 The MODULE.bazel, WORKSPACE and BUILD text come from README.md's blocks marked
 `<!-- user-module: MODULE.bazel -->` and `<!-- user-workspace: NAME -->`, so the README
@@ -265,7 +265,8 @@ def _dialect_package(root: pathlib.Path, load_repo: str) -> None:
 def readme_snippets() -> dict[str, str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     found = dict(_SNIPPET.findall(text))
-    found.update({"MODULE.bazel": m for m in _MODULE_SNIPPET.findall(text)})
+    for module in _MODULE_SNIPPET.findall(text):
+        found["MODULE.bazel"] = module
     return found
 
 
