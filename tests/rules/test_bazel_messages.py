@@ -55,3 +55,15 @@ def test_an_unknown_cuda_version_names_it_and_the_hubs_versions() -> None:
     assert "no matching toolchains found" not in proc.stderr
     # A version of the hub still resolves to its own toolchain.
     bazel("build", "--nobuild", "--//cuda:version=13.0", "//tests/analysis:two_sources")
+
+
+def test_a_component_the_sdk_was_not_given_names_it_and_the_attribute() -> None:
+    """`@cuda//:cufft` of a hub given only cublas: Bazel alone says "no such target"; the
+    SDK's own target names the component and the attribute that adds it."""
+    proc = bazel("build", "--nobuild", "@cuda//:cufft", check=False)
+    assert proc.returncode != 0
+    assert "//:cufft: this SDK, CUDA 13.0" in proc.stderr, proc.stderr[-3000:]
+    assert 'components = ["cufft"] on the `cuda` extension\'s wheel_sdk tag' in proc.stderr
+    assert "no such target" not in proc.stderr
+    # A component it was given is a library.
+    bazel("build", "--nobuild", "@cuda//:cublas")

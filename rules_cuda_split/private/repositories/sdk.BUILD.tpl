@@ -3,6 +3,7 @@
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 load("@rules_cuda_split//rules_cuda_split:toolchain.bzl", "cuda_toolchain", "cuda_toolkit")
+load("@rules_cuda_split//rules_cuda_split/private/repositories:version_missing.bzl", "cuda_component_missing")
 
 package(default_visibility = ["//visibility:public"])
 

@@ -24,6 +24,22 @@ _SHARED_LIBS = {
     "cublas": ["libcublas.so.{major}", "libcublasLt.so.{major}"],
 }
 
+# Every library target an SDK repository can have (`:cudart_shared`, the opt-in
+# components' libraries, the header-only `:nvtx`): those an SDK lacks are
+# `cuda_component_missing` targets.
+LIBRARY_TARGETS = [
+    "cudart_shared",
+    "cublas",
+    "cufft",
+    "curand",
+    "cusparse",
+    "cusolver",
+    "cupti",
+    "nvrtc",
+    "nvjitlink",
+    "nvtx",
+]
+
 def sdk_candidates(path_attr, environ, nvcc_on_path, default_paths):
     """The places to look for an SDK, in order.
 
@@ -286,6 +302,19 @@ cc_library(
             ], 4),
         )
         for name in sorted(sdk.shared_libs.keys())
+    ])
+
+    # A library target this SDK lacks fails at analysis naming the component to add
+    # (Bazel alone says only "no such target").
+    shared_libs += "".join([
+        """
+cuda_component_missing(
+    name = "%s",
+    sdk = "CUDA %s (found by: %s)",
+)
+""" % (name, sdk.version, sdk.source.replace("\"", "'"))
+        for name in LIBRARY_TARGETS
+        if name not in sdk.shared_libs
     ])
 
     # Each tool's file group (sdk.BUILD.tpl's `%{tool_files}`), from the tools table; the

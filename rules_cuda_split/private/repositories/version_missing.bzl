@@ -1,7 +1,14 @@
-"""The last toolchain of a `cuda_sdk_versions` hub: it matches any version, so Bazel
-chooses it only where no version's toolchain matches `--@rules_cuda_split//cuda:version`,
-and it fails naming the version asked for and those the hub has (Bazel itself says only
-"no matching toolchains found")."""
+"""What an SDK repository or hub lacks, as targets that fail at analysis saying what to add.
+
+`cuda_version_missing`: the last toolchain of a `cuda_sdk_versions` hub. It matches any
+version, so Bazel chooses it only where no version's toolchain matches
+`--@rules_cuda_split//cuda:version`, and it fails naming the version asked for and those
+the hub has (Bazel itself says only "no matching toolchains found").
+
+`cuda_component_missing`: a library target (`:cublas`, ...) of an SDK that does not have
+it. It fails naming the component and the attribute to add it with (Bazel itself says only
+"no such target").
+"""
 
 load("//rules_cuda_split/private/rules:settings.bzl", "CudaVersionSettingInfo")
 
@@ -30,5 +37,31 @@ cuda_version_missing = rule(
             providers = [CudaVersionSettingInfo],
         ),
         "versions": attr.string_list(doc = "The versions the hub has."),
+    },
+)
+
+# The component that brings each library target, where the target's name is not it.
+_COMPONENT_OF = {"cudart_shared": "cudart"}
+
+def _cuda_component_missing_impl(ctx):
+    name = ctx.label.name
+    component = _COMPONENT_OF.get(name, name)
+    fail(("@%s//:%s: this SDK, %s, has no %s. For NVIDIA's wheels add it to the SDK's " +
+          "components: components = [\"%s\"] on the `cuda` extension's wheel_sdk tag in " +
+          "MODULE.bazel (rules_cuda_split_wheel_toolchains in WORKSPACE); for an SDK on the " +
+          "machine, install its %s. docs/sdk.md lists the components.") % (
+        ctx.label.workspace_name,
+        name,
+        ctx.attr.sdk,
+        component,
+        component,
+        component,
+    ))
+
+cuda_component_missing = rule(
+    implementation = _cuda_component_missing_impl,
+    doc = "Fails at analysis naming the SDK component that would provide this target.",
+    attrs = {
+        "sdk": attr.string(doc = "The SDK's version and origin, for the message."),
     },
 )

@@ -10,6 +10,7 @@ import time
 
 from cuda_split import cache as cachelib
 from cuda_split.core import plan as planlib
+from cuda_split.core import time_trace
 from cuda_split.driver import jobserver as jobserverlib
 from cuda_split.driver import slots as slotslib
 from cuda_split.driver import time_traces
@@ -21,6 +22,7 @@ from cuda_split.driver.preprocess_cache import PREPROCESS_KINDS, PreprocessCache
 from cuda_split.driver.reports import trace_record
 from cuda_split.driver.step_cache import CACHED_KINDS, StepCache, connect_remote
 from cuda_split.driver.step_keys import StepKeys
+from cuda_split.runner import diagnose
 
 
 class Runner:
@@ -140,6 +142,11 @@ class Runner:
         node.rc, node.stdout, node.stderr, cpu = run_tool(argv, env)
         node.cpu += cpu
         if node.rc != 0:
+            text = node.stderr.decode(errors="replace")
+            version = time_trace.sdk_version([s.argv for s in self.plan.steps])
+            why = diagnose.hint(text, argv[0], version)
+            if why:
+                node.stderr += f"{PROG}: {node.label}: {why}\n".encode()
             return
         time_traces.finish(node, self.source, [self.work_dir, self.tool_tmp, os.getcwd()])
         for role, path in node.outputs.items():

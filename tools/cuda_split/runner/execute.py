@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from cuda_split.core import plan as planlib
 from cuda_split.core import time_trace
 from cuda_split.core.command import StepCommand
+from cuda_split.runner import diagnose
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.
@@ -162,13 +163,12 @@ def execute(
             env.update(trace_env)
         if args.verbose:
             print(shlex.join(argv), file=sys.stderr)
-        # nvlink's stderr passes through filter_tool_output; the other tools' as it is.
-        capture = subprocess.PIPE if step.kind == planlib.NVLINK else None
-        with subprocess.Popen(argv, env=env, cwd=cwd, stderr=capture) as proc:
+        # The tool's stderr, read for nvlink's filter_tool_output and diagnose.hint.
+        with subprocess.Popen(argv, env=env, cwd=cwd, stderr=subprocess.PIPE) as proc:
             _, err = proc.communicate()
             rc = proc.returncode
-        if err:
-            text = err.decode(errors="replace")
+        text = err.decode(errors="replace") if err else ""
+        if text:
             sys.stderr.write(filter_tool_output(step.kind, text, args.verbose))
         if rc == 0 and step.kind == planlib.CUDAFE:
             again = _deterministic_module_id(argv, proc.pid, files, args)
@@ -177,6 +177,10 @@ def execute(
                 rc = subprocess.run(argv, env=env, check=False, cwd=cwd).returncode
         if rc != 0:
             print(f"cuda_split: {label} failed (exit {rc}):\n  {shlex.join(argv)}", file=sys.stderr)
+            version = time_trace.sdk_version([s.argv for s in plan.steps])
+            why = diagnose.hint(text, cmd.argv[0], version)
+            if why:
+                print(f"cuda_split: {label}: {why}", file=sys.stderr)
             return rc
         if trace:
             cwds = (os.getcwd(), os.path.realpath(os.getcwd()), PORTABLE_PWD, scratch)
