@@ -219,13 +219,6 @@ def test_readme_starts_with_exactly_the_two_commands() -> None:
     assert len(before) <= 2 and before[0].startswith("# "), before  # the title, one line
 
 
-def test_the_archs_trap_is_stated_where_the_flag_is_introduced() -> None:
-    text = _text()
-    first = text.index("--@rules_cuda_split//cuda:archs=")
-    window = text[first : first + 2500]
-    assert "--//cuda:archs=" in window and "ignores" in window
-
-
 def test_layout_lists_every_top_level_folder_doc_and_example() -> None:
     section = _text().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     listed = " ".join(_SPAN.findall(section)) + " " + " ".join(_LINK.findall(section))
@@ -372,29 +365,6 @@ cuda.nonesuch()
     assert any("12.9 is not in the version table" in p for p in problems), problems
     assert any("cuda.nonesuch: no such tag class" in p for p in problems), problems
     assert any("use_repo lacks cuda" in p for p in problems), problems
-
-
-def ignored_flag_commands(text: str) -> list[str]:
-    """`bazel` commands on this repository's own targets (`//examples/...`, `//tests/...`)
-    with `--@rules_cuda_split//cuda:` flags, which Bazel 4.2.3 ignores inside it."""
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if re.search(r"\bbazel \w+\b.*\s//(examples|tests|tools|cuda)\b", line)
-        and re.search(r"\bbazel \w+\b[^#]*--@rules_cuda_split//cuda:", line)
-    ]
-
-
-def test_no_command_on_this_repository_uses_the_ignored_flag_form() -> None:
-    files = [p for pattern in LINKED_DOCS for p in sorted(REPO.glob(pattern))]
-    files += sorted(REPO.glob("examples/*/README.md"))
-    found = {str(p.relative_to(REPO)): ignored_flag_commands(_text(p)) for p in files}
-    assert {k: v for k, v in found.items() if v} == {}
-    assert ignored_flag_commands(
-        "bazel build //examples/gemm/... --@rules_cuda_split//cuda:archs=sm_80\n"
-        "bazel build //examples/gemm/... --//cuda:archs=sm_80  # --@rules_cuda_split//cuda:archs\n"
-        "bazel build //:tool --@rules_cuda_split//cuda:archs=sm_80\n"
-    ) == ["bazel build //examples/gemm/... --@rules_cuda_split//cuda:archs=sm_80"]
 
 
 # The tools' command lines.
