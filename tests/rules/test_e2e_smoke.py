@@ -1,10 +1,12 @@
-"""The BCR's test module (e2e/smoke, .bcr/presubmit.yml) builds with Bazel 4.2.3 and its
-WORKSPACE: the wheel SDK, a `cuda_library`, a `cuda_binary` and a `cuda_test` (built, not
-run, as on the BCR's machines; the binary runs and finds no GPU here).
+"""The BCR's test module (e2e/smoke, .bcr/presubmit.yml) builds as the presubmit builds it,
+with bzlmod: the wheel SDK, a `cuda_library`, a `cuda_binary` and a `cuda_test` (built,
+not run, as on the BCR's machines; the binary runs and finds no GPU here), and the
+presubmit's other task, `@rules_cuda_split//cuda:all` from a module that depends on the
+rules.
 
-It is built where it is, in this checkout (its WORKSPACE and MODULE.bazel name the
-checkout as `../..`, and its .bazelrc imports the checkout's offline set-up), with its own
-output base and no convenience symlinks.
+It is built where it is, in this checkout (its MODULE.bazel names the checkout as `../..`,
+and its .bazelrc imports the checkout's offline set-up), with its own output base and no
+convenience symlinks.
 """
 
 from __future__ import annotations
@@ -29,13 +31,22 @@ def output_base(tmp_path_factory: pytest.TempPathFactory) -> object:
     bazel("shutdown", cwd=SMOKE, output_base=base, check=False)
 
 
-def test_the_bcr_test_module_builds_with_its_workspace(output_base: pathlib.Path) -> None:
-    bazel("build", "--jobs=2", NO_SYMLINKS, "//...", cwd=SMOKE, output_base=output_base)
+def test_the_bcr_test_module_builds(output_base: pathlib.Path) -> None:
+    bazel(
+        "build",
+        "--jobs=2",
+        NO_SYMLINKS,
+        "//...",
+        "@rules_cuda_split//cuda:all",
+        cwd=SMOKE,
+        output_base=output_base,
+    )
     bin_dir = pathlib.Path(
         bazel("info", NO_SYMLINKS, "bazel-bin", cwd=SMOKE, output_base=output_base).stdout.strip()
     )
-    # The SDK is the wheels' (the WORKSPACE's rules_cuda_split_wheel_toolchains).
-    build_file = (output_base / "external" / "cuda_13_0" / "BUILD.bazel").read_text()
+    # The SDK is the wheels' (MODULE.bazel's cuda.wheel_sdk).
+    (sdk,) = (output_base / "external").glob("*cuda_13_0")
+    build_file = (sdk / "BUILD.bazel").read_text()
     assert "(found by: CUDA 13.0 wheels:" in build_file
     # The library and the binary's CUDA source went through the split, per arch.
     for cuda in ("_cuda/axpy/axpy/axpy", "_cuda/axpy_main_cuda/main/main"):
