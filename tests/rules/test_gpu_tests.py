@@ -2,8 +2,9 @@
 
 - `gpu_exec_properties`: the properties a request becomes, and its errors (Starlark);
 - where they land: `bazel test` of tests/gpu's cuda_tests and a plain cc_test, with an
-  execution log: the test actions carry the request, no other action does; and the
-  targets that carry it (aquery) own no action but the test's;
+  execution log: the test actions carry the request, no other action does (the copy of a
+  cuda_test's binary, of the same target, included): every request is the `test`
+  execution group's;
 - the arch check: a test asking for sm_90 over a library built for sm_80 only fails the
   build, naming the test, the library and what it carries; a binary with sm_80 code from
   a prebuilt object fails its test before the binary runs.
@@ -92,22 +93,17 @@ def test_properties_land_on_the_test_actions_only(tmp_path: pathlib.Path) -> Non
     assert set(tests) == set(EXPECTED)
     for name, seen in tests.items():
         assert all(props == EXPECTED[name] for props in seen), (name, seen)
-    # A cuda_test with `gpu` runs its binary from a script Bazel writes (no action that
-    # would ask for the GPU): a file, as a cc_test's output is, not a symlink.
-    bin_dir = pathlib.Path(bazel("info", "bazel-bin").stdout.strip())
-    for name in ("sm90", "any"):
-        exe = bin_dir / "tests" / "gpu" / name
-        assert not exe.is_symlink() and exe.read_text().startswith("#!/bin/sh\n"), name
-
-    # The targets whose every action gets the request (cuda_test's wrapper: properties
-    # without the `test.` prefix) own no action but the test's.
+    # Every request is for the `test` execution group (Bazel 7's default one of a test
+    # rule): no target's every action asks for a GPU.
     query = bazel("query", "--output=build", "//tests/gpu:all").stdout
     unprefixed = {
         block.split('name = "')[1].split('"')[0]
         for block in query.split("\n\n")
         if "exec_properties = {" in block and '"test.' not in block.split("exec_properties")[1]
     }
-    assert unprefixed == {"sm90", "any", "wrong_lib", "wrong_binary"}
+    assert unprefixed == set()
+    # cuda_test's wrapper owns the test and, without an arch check, the copy of its binary
+    # (which, above, asked for no GPU); with one, a script that reads the check's verdict.
     aquery = json.loads(
         bazel(
             "aquery", "--output=jsonproto", "deps(//tests/gpu:sm90) + deps(//tests/gpu:any)"
@@ -115,11 +111,18 @@ def test_properties_land_on_the_test_actions_only(tmp_path: pathlib.Path) -> Non
     )
     labels = {t["id"]: t["label"] for t in aquery["targets"]}
     owned = {
-        a["mnemonic"]
-        for a in aquery["actions"]
-        if labels[a["targetId"]] in {"//tests/gpu:sm90", "//tests/gpu:any"}
+        name: {
+            a["mnemonic"]
+            for a in aquery["actions"]
+            if labels[a["targetId"]] in (f"//tests/gpu:{name}", f"@@//tests/gpu:{name}")
+        }
+        - NOT_SPAWNS
+        for name in ("sm90", "any")
     }
-    assert owned - NOT_SPAWNS == {"TestRunner"}, owned
+    assert owned == {"sm90": {"TestRunner"}, "any": {"CopyFile", "TestRunner"}}, owned
+    bin_dir = pathlib.Path(bazel("info", "bazel-bin").stdout.strip())
+    assert (bin_dir / "tests/gpu/sm90").read_text().startswith("#!/bin/sh\n")
+    assert (bin_dir / "tests/gpu/any").read_bytes()[:4] == b"\x7fELF"
     # ... while the GPU checks, compiles and links are other targets'.
     others = {a["mnemonic"] for a in aquery["actions"]}
     assert {"CudaGpuCheck", "CudaPtxas", "CppLink"} <= others

@@ -20,16 +20,16 @@ def gpu_exec_properties(gpu, properties = None, exec_group = "test"):
 
     `cc_test(..., exec_properties = gpu_exec_properties("sm_90"))` sends the test of a
     plain `cc_test` over a `cuda_library` to a worker with an sm_90 GPU; its compile and
-    link actions keep the target's other properties (Bazel 4.2.3 and later: the `test`
-    execution group of native test rules).
+    link actions keep the target's other properties (the `test` execution group of test
+    rules, native and Starlark, in Bazel 7 and later).
 
     Args:
       gpu: "any", or one arch as "sm_XY".
       properties: dict[string, string], the property template: each value's `{gpu}`
         becomes `gpu`. Default `{"gpu": "{gpu}"}`; `{"Pool": "gpu-{gpu}"}` for executor
         pools (BuildBuddy, EngFlow).
-      exec_group: the execution group the keys are for ("test"); "" for every action of
-        the target.
+      exec_group: the execution group the keys are for ("test", what `cuda_test(gpu = )`
+        uses too); "" for every action of the target.
 
     Returns:
       dict[string, string], for the target's `exec_properties`.

@@ -105,14 +105,10 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         **dict(kwargs, tags = tags + ["manual"])
     )
     if gpu:
-        # Properties of the wrapper, whose only action is the test's: every compile and
-        # link belongs to the targets above.
-        wrapper_kwargs["exec_properties"] = gpu_exec_properties(
-            gpu,
-            gpu_properties,
-            exec_group = "",
-        )
-        wrapper_kwargs["gpu_request"] = True
+        # Properties of the wrapper's `test` execution group (Bazel 7's default one of a
+        # test rule): its test action alone asks for the GPU; its copy of the binary does
+        # not, and every compile and link belongs to the targets above.
+        wrapper_kwargs["exec_properties"] = gpu_exec_properties(gpu, gpu_properties)
     if gpu.startswith("sm_"):
         cuda_gpu_check(
             name = name + "_gpu_check",

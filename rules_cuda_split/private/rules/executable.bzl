@@ -48,19 +48,16 @@ def _executable_impl(ctx):
     check = ctx.attr.gpu_check[GpuCheckInfo] if ctx.attr.gpu_check else None
     extra = []
     extra_depsets = []
-    if check or ctx.attr.gpu_request:
-        # A script that Bazel writes itself (no action of its own: with the GPU request's
-        # properties, the test action is the only one of this target, and the only one to
-        # run on the GPU worker). With an arch, it reads the binary's build-time verdict
-        # first: a GPU that cannot run it fails the test at once.
+    if check:
+        # A script that reads the binary's build-time verdict first (a GPU that cannot run
+        # it fails the test at once), then runs it.
         script = ["#!/bin/sh"]
-        if check:
-            script.append("if [ \"$(cat %s)\" != 0 ]; then cat %s >&2; exit 1; fi" % (
-                _sh_quote(check.status.short_path),
-                _sh_quote(check.message.short_path),
-            ))
-            extra = [check.status, check.message]
-            extra_depsets = [check.checked]
+        script.append("if [ \"$(cat %s)\" != 0 ]; then cat %s >&2; exit 1; fi" % (
+            _sh_quote(check.status.short_path),
+            _sh_quote(check.message.short_path),
+        ))
+        extra = [check.status, check.message]
+        extra_depsets = [check.checked]
         script.append("exec %s \"$@\"" % _sh_quote(binary.files_to_run.executable.short_path))
         ctx.actions.write(exe, "\n".join(script) + "\n", is_executable = True)
         extra.append(binary.files_to_run.executable)
@@ -107,11 +104,6 @@ _ATTRS = {
         doc = "`cuda_test` with an arch in `gpu`: the `cuda_gpu_check` of the binary and " +
               "its libraries; the test reads the binary's verdict before running it, and " +
               "the libraries' checks are in its runfiles (so built with it).",
-    ),
-    "gpu_request": attr.bool(
-        doc = "`cuda_test` with `gpu`: the target carries the request's execution " +
-              "properties, so its executable is a script that runs the binary (written " +
-              "by Bazel, no action), not a copy (an action that would ask for the GPU).",
     ),
     "env": attr.string_dict(
         doc = "Environment of the test (`cuda_test` only; `bazel run` of a " +
