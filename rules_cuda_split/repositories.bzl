@@ -49,10 +49,8 @@ def rules_cuda_split_dependencies():
     `cc_binary`, `cc_library` and `cc_test`, and whose `cc/find_cc_toolchain.bzl` has
     `find_cc_toolchain`: 0.0.9 re-exports Bazel's own symbols, so it works on every Bazel
     with WORKSPACE; 0.0.10 and later take them from `//cc/common`, which needs newer
-    Bazels, and 0.0.13 and later need protobuf in WORKSPACE. Bazel 4.2.3 needs a copy of
-    it without `use_cpp_toolchain` (two of its files load that from `@bazel_tools`, which
-    4.2.3 lacks): declare your own `rules_cc` first, or `--override_repository` it (the
-    README's "Without internet" section).
+    Bazels, and 0.0.13 and later need protobuf in WORKSPACE. Declare your own `rules_cc`
+    first to use another one, or `--override_repository` it.
     """
     maybe(
         http_archive,

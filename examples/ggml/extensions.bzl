@@ -1,7 +1,6 @@
 """The bzlmod extension of the ggml example: declares `@ggml` (see ggml_repository.bzl).
 
-Apart from ggml_repository.bzl because Bazel 4.2.3 (WORKSPACE only) has no
-`module_extension`.
+Apart from ggml_repository.bzl, which WORKSPACE loads (`--enable_workspace`).
 """
 
 load(":ggml_repository.bzl", "ggml_repository")

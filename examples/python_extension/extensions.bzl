@@ -1,7 +1,6 @@
 """The bzlmod extension of the Python extension example: declares `@python_headers`.
 
-Apart from python_headers.bzl because Bazel 4.2.3 (WORKSPACE only) has no
-`module_extension`.
+Apart from python_headers.bzl, which WORKSPACE loads (`--enable_workspace`).
 """
 
 load(":python_headers.bzl", "python_headers")

@@ -13,6 +13,10 @@ load(
 )
 load(":analysis_tests.bzl", "failure_test")
 
+# Build settings by Label: a string in config_settings would name skylib's repository.
+_ARCHS = str(Label("//cuda:archs"))
+_MODE = str(Label("//cuda:compile_mode"))
+
 def _compile_one_impl(ctx):
     toolchain = ctx.toolchains[TOOLCHAIN_TYPE].cuda
     compiled = emit_compile_split(
@@ -52,7 +56,7 @@ def _public_emitter_impl(ctx):
 
 public_emitter_test = analysistest.make(
     _public_emitter_impl,
-    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "split"},
+    config_settings = {_ARCHS: "sm_90", _MODE: "split"},
 )
 
 public_emitter_failure_test = failure_test()

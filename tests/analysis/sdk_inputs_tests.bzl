@@ -3,6 +3,10 @@ and nvcc.profile, which every dryrun reads) and the headers it reads."""
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
 
+# Build settings by Label: a string in config_settings would name skylib's repository.
+_ARCHS = str(Label("//cuda:archs"))
+_MODE = str(Label("//cuda:compile_mode"))
+
 # The SDK's tools and single files by basename (libnvvm's name carries its version).
 _TOOLS = [
     "nvcc",
@@ -74,11 +78,11 @@ _ATTRS = {
 sdk_inputs_test = analysistest.make(
     _sdk_inputs_impl,
     attrs = _ATTRS,
-    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "split"},
+    config_settings = {_ARCHS: "sm_90", _MODE: "split"},
 )
 
 sdk_inputs_mono_test = analysistest.make(
     _sdk_inputs_impl,
     attrs = _ATTRS,
-    config_settings = {str(Label("//cuda:archs")): "sm_90", str(Label("//cuda:compile_mode")): "mono"},
+    config_settings = {_ARCHS: "sm_90", _MODE: "mono"},
 )

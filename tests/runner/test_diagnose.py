@@ -1,5 +1,5 @@
-"""What a user on a newer distribution reads when the SDK refuses the system (runner/
-diagnose.py): after the compiler's own text, one line naming what to change. Run for real
+"""What a user on a newer distribution reads when the SDK refuses the system
+(core/diagnose.py): after the compiler's own text, one line naming what to change. Run for real
 through nvcc-split, with host compilers that behave as the newer systems' do: gcc 16
 (`__GNUC__` 16), and glibc 2.42's math.h (its rsqrt and rsqrtf declarations)."""
 
@@ -10,7 +10,7 @@ import pathlib
 import subprocess
 import sys
 
-from cuda_split.runner import diagnose
+from cuda_split.core import diagnose
 
 # glibc 2.42 and later declare these in math.h, noexcept in C++ (__THROW).
 _GLIBC_2_42_MATH = """#ifdef __cplusplus

@@ -409,7 +409,7 @@ def _execute(rctx, args):
     return result.stdout
 
 def _child(rctx, root, relative):
-    # Bazel 4's path.get_child takes one path segment only.
+    # `relative` may hold several segments (`nvvm/lib64`).
     return rctx.path("%s/%s" % (root, relative))
 
 def _first_existing(rctx, root, dirs, marker):

@@ -400,15 +400,14 @@ def _download_and_unpack(rctx, plan):
             item.version,
         ))
 
-        # Positional: Bazel 4 names the fifth parameter stripPrefix, Bazel 7+ strip_prefix.
         # Every wheel of a version unpacks into the one SDK tree, as pip install does.
         result = rctx.download_and_extract(
-            item.urls,
-            _SDK_DIR,
-            item.sha256,
-            item.type,
-            item.strip_prefix,
             True,  # allow_fail: a failed download falls back or fails with our message
+            url = item.urls,
+            output = _SDK_DIR,
+            sha256 = item.sha256,
+            type = item.type,
+            strip_prefix = item.strip_prefix,
         )
         if not result.success:
             _fallback(rctx, "could not download %s (%s)" % (item.urls[0], item.package))
@@ -650,8 +649,8 @@ alias(
     return "".join(out)
 
 def _label_string(label):
-    # Bazel 4 writes a main-repository label as `//pkg:name`, which in the hub's BUILD
-    # file would name the hub itself; `@//pkg:name` is the main repository everywhere.
+    # A main-repository label written as `//pkg:name` would, in the hub's BUILD file,
+    # name the hub itself; `@//pkg:name` is the main repository everywhere.
     s = str(label)
     return "@" + s if s.startswith("//") else s
 

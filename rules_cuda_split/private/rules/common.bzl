@@ -19,8 +19,8 @@ load(
 
 TOOLCHAIN_TYPE = "@rules_cuda_split//cuda:toolchain_type"
 
-# rules_cc's use_cc_toolchain() would be the Bazel 9 way, but it calls
-# config_common.toolchain_type, which Bazel 4.2.3 lacks; the type itself is the same.
+# The C++ toolchain type that rules_cc's use_cc_toolchain() names, asked for as mandatory:
+# a CUDA step cannot run without a host compiler.
 CC_TOOLCHAIN_TYPE = "@bazel_tools//tools/cpp:toolchain_type"
 
 STEP_RULE_TOOLCHAINS = [TOOLCHAIN_TYPE, CC_TOOLCHAIN_TYPE]

@@ -22,7 +22,7 @@ from cuda_split.driver.preprocess_cache import PREPROCESS_KINDS, PreprocessCache
 from cuda_split.driver.reports import trace_record
 from cuda_split.driver.step_cache import CACHED_KINDS, StepCache, connect_remote
 from cuda_split.driver.step_keys import StepKeys
-from cuda_split.runner import diagnose
+from cuda_split.core import diagnose
 
 
 class Runner:
