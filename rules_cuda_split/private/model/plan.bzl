@@ -97,8 +97,10 @@ def _split_groups_hint(part):
 _WHITESPACE = " \t\n\r"
 
 def _words(text):
-    """The whitespace-separated words of `text`."""
-    return text.split()
+    """The whitespace-separated words of `text` (Bazel's split needs a separator)."""
+    for c in _WHITESPACE.elems():
+        text = text.replace(c, " ")
+    return [w for w in text.split(" ") if w]
 
 def _spaces_as_commas(spec):
     """`spec` with a ',' for each run of whitespace between two archs, and no other
