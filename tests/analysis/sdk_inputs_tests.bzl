@@ -31,7 +31,9 @@ def _summary(action):
     headers = []
     cccl = False
     for f in action.inputs.to_list():
-        if not f.path.startswith("external/cuda"):
+        # The SDK's repository: external/cuda_13_0 (WORKSPACE), external/_main~cuda~... .
+        parts = f.path.split("/")
+        if len(parts) < 2 or parts[0] != "external" or "cuda" not in parts[1]:
             continue
         if "/include/" in f.path:
             headers.append(f.basename)

@@ -35,6 +35,7 @@ NOT_SPAWNS = {
     "SymlinkTree",
     "SourceSymlinkManifest",
     "Middleman",
+    "RepoMappingManifest",
 }
 
 

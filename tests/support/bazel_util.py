@@ -1,4 +1,4 @@
-"""Run real Bazel (Debian's 4.2.3, offline as scripts/setup.sh configures it) from tests."""
+"""Run real Bazel (.venv/bin/bazel, 7.7.1, offline as scripts/setup.sh configures it) from tests."""
 
 from __future__ import annotations
 
@@ -66,13 +66,23 @@ def checkout_copy(dest: pathlib.Path) -> pathlib.Path:
 SDK_BLOCK = ("# >>> sdk >>>\n", "# <<< sdk <<<\n")
 
 
+# The flags of a WORKSPACE build on Bazel 7 (bzlmod off).
+WORKSPACE_MODE = "common --enable_workspace --noenable_bzlmod"
+
+
 def replace_sdk_block(root: pathlib.Path, text: str) -> None:
     """Replaces the SDK declaration of `root`'s WORKSPACE (between its `# >>> sdk >>>`
-    markers, the hermetic `@cuda`) with `text`."""
+    markers, the hermetic `@cuda`) with `text`, and builds `root` from its WORKSPACE
+    (WORKSPACE_MODE in its .bazelrc.user): the SDK repository rules are the same with and
+    without bzlmod, and a WORKSPACE takes any of them in a line."""
     workspace = root / "WORKSPACE"
     old = workspace.read_text()
     start, end = old.index(SDK_BLOCK[0]), old.index(SDK_BLOCK[1]) + len(SDK_BLOCK[1])
     workspace.write_text(old[:start] + text.strip("\n") + "\n" + old[end:])
+    rc = root / ".bazelrc.user"
+    lines = rc.read_text().splitlines() if rc.is_file() else []
+    if WORKSPACE_MODE not in lines:
+        rc.write_text("\n".join([*lines, WORKSPACE_MODE]) + "\n")
 
 
 def use_local_sdk(root: pathlib.Path, sdk: pathlib.Path) -> None:

@@ -6,6 +6,8 @@
 //rules_cuda_split:actions.bzl.
 """
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
+
 def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     """Emits the action that audits `files`: the report and the audit's exit status.
 
@@ -23,12 +25,12 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
       audit's exit status (0: passes, 1: fails), `<name>` the target's name.
     """
     if not files:
-        fail("%s: binary %s has no files to audit" % (ctx.label, subject))
+        fail("%s: binary %s has no files to audit" % (label_text(ctx.label), subject))
     if audit_tool == None or require not in ("sass", "sass-or-ptx"):
         fail("emit_audit needs audit_tool, and require = \"sass\" or \"sass-or-ptx\"")
     for gpu in gpus:
         if not gpu.startswith("sm_") or not gpu[3:].isdigit():
-            fail("%s: gpus: %r is not sm_XY (e.g. sm_90)" % (ctx.label, gpu))
+            fail("%s: gpus: %r is not sm_XY (e.g. sm_90)" % (label_text(ctx.label), gpu))
     report = ctx.actions.declare_file(ctx.label.name + ".audit.txt")
     status = ctx.actions.declare_file(ctx.label.name + ".audit.status")
     args = ctx.actions.args()
@@ -96,7 +98,7 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
     if not files or audit_tool == None or not gpu or not subject or not name:
         fail("emit_gpu_check needs files, audit_tool, gpu, subject and name")
     if require not in ("sass", "sass-or-ptx"):
-        fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (ctx.label, require))
+        fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (label_text(ctx.label), require))
     message = ctx.actions.declare_file(name + ".gpu_check")
     args = ctx.actions.args()
     args.add(audit_tool)

@@ -7,6 +7,7 @@ step. Public through //rules_cuda_split:actions.bzl.
 """
 
 load("//rules_cuda_split/private/model:flags.bzl", "options_not_in_version", "tile_mode")
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
@@ -253,11 +254,11 @@ def _check_flags(ctx, groups, nvcc_flags, toolchain):
     err = options_not_in_version(
         nvcc_flags,
         toolchain.toolkit.version,
-        "the nvcc flags of %s" % ctx.label,
+        "the nvcc flags of %s" % label_text(ctx.label),
     )
     if not err and tile_mode(nvcc_flags):
         err = tile_arch_error(groups)
-        err = "%s: %s" % (ctx.label, err) if err else ""
+        err = "%s: %s" % (label_text(ctx.label), err) if err else ""
     if err:
         fail(err)
 
@@ -268,8 +269,5 @@ def _tile_tools(nvcc_flags):
 
 def _progress(ctx, message):
     # The target's label after the message: a source compiled by two targets (a library
-    # and its test's) gives two lines a reader can tell apart. Written out, not
-    # str(label): the main repository is `//`, not `@@//`, on every Bazel.
-    label = ctx.label
-    repo = "@" + label.workspace_name if label.workspace_name else ""
-    return "%s [%s//%s:%s]" % (message, repo, label.package, label.name)
+    # and its test's) gives two lines a reader can tell apart.
+    return "%s [%s]" % (message, label_text(ctx.label))

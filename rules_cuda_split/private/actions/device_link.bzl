@@ -4,6 +4,7 @@ link_steps (nvlink per arch, the registration file, fatbinary -link, link.stub).
 Public through //rules_cuda_split:actions.bzl.
 """
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
@@ -74,18 +75,18 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
     links = link_archs(groups)
     if not links:
         fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
-            ctx.label,
+            label_text(ctx.label),
             ", ".join([g.virtual for g in groups]),
         ))
     missing = missing_device_code(rdc.libraries.to_list(), links)
     if missing:
         fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
-            ctx.label,
+            label_text(ctx.label),
             ", ".join([l[0] for l in links]),
             "\n".join(missing),
         ))
     base = "_cuda/%s/dlink" % ctx.label.name
-    label = str(ctx.label)
+    label = label_text(ctx.label)
     steps = link_steps(groups)
     declared = {}
     for step in steps:

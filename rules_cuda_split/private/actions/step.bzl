@@ -6,6 +6,7 @@ plan.bzl (`ACTIONS`); the emitters (compile.bzl, device_link.bzl) read them from
 and call `run_step` once per action.
 """
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
 load("//rules_cuda_split/private/rules:common.bzl", "TOOLCHAIN_TYPE")
 
@@ -68,13 +69,17 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
       progress_message: string.
     """
     if not hasattr(ctx.attr, "_step_runner"):
-        fail("%s: a rule that emits CUDA step actions needs the attributes " % ctx.label +
+        fail("%s: a rule that emits CUDA step actions needs the attributes " % label_text(ctx.label) +
              "STEP_RULE_ATTRS of @rules_cuda_split//rules_cuda_split:actions.bzl")
     runner = ctx.files._step_runner
     main = [f for f in runner if f.basename == RUNNER_MAIN]
     if len(main) != 1:
         runner_label = ctx.attr._step_runner.label
-        fail("%s: the step runner %s has no single %s" % (ctx.label, runner_label, RUNNER_MAIN))
+        fail("%s: the step runner %s has no single %s" % (
+            label_text(ctx.label),
+            label_text(runner_label),
+            RUNNER_MAIN,
+        ))
     ctx.actions.run(
         # The toolchain's interpreter; the runner's launcher checks its version.
         executable = ctx.toolchains[TOOLCHAIN_TYPE].cuda.python,

@@ -10,6 +10,7 @@ it. It fails naming the component and the attribute to add it with (Bazel itself
 "no such target").
 """
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/rules:settings.bzl", "CudaVersionSettingInfo")
 
 def _cuda_version_missing_impl(ctx):
@@ -18,7 +19,7 @@ def _cuda_version_missing_impl(ctx):
           "(rules_cuda_split_wheel_toolchains or cuda_wheel_sdks in WORKSPACE, the `cuda` " +
           "extension's wheel_sdk tag in MODULE.bazel); docs/sdk.md lists what each " +
           "version needs.") % (
-        ctx.attr.version_flag.label,
+        label_text(ctx.attr.version_flag.label),
         ctx.attr.version_flag[CudaVersionSettingInfo].version,
         ctx.attr.hub,
         ", ".join(ctx.attr.versions),

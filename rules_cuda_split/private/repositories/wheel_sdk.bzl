@@ -400,14 +400,16 @@ def _download_and_unpack(rctx, plan):
             item.version,
         ))
 
-        # Every wheel of a version unpacks into the one SDK tree, as pip install does.
+        # Positional: Bazel 7 names the fifth parameter stripPrefix, Bazel 8 and later
+        # strip_prefix. Every wheel of a version unpacks into the one SDK tree, as pip
+        # install does.
         result = rctx.download_and_extract(
-            True,  # allow_fail: a failed download falls back or fails with our message
-            url = item.urls,
-            output = _SDK_DIR,
-            sha256 = item.sha256,
-            type = item.type,
-            strip_prefix = item.strip_prefix,
+            item.urls,
+            _SDK_DIR,
+            item.sha256,
+            item.type,
+            item.strip_prefix,
+            allow_fail = True,  # a failed download falls back, or fails with our message
         )
         if not result.success:
             _fallback(rctx, "could not download %s (%s)" % (item.urls[0], item.package))
@@ -666,7 +668,9 @@ def _cuda_sdk_versions_impl(rctx):
     cpu = {"aarch64": "aarch64", "arm64": "aarch64"}.get(machine, "x86_64")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD.bazel", _hub_build_file(
-        rctx.name,
+        # The name the user gave: the canonical name's last part under bzlmod
+        # (`_main~cuda~cuda`, `rules_cuda_split+cuda+cuda` -> `cuda`).
+        rctx.name.split("~")[-1].split("+")[-1],
         versions,
         rctx.attr.default_version,
         _label_string(rctx.attr.version_flag),

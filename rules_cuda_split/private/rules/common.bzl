@@ -2,6 +2,7 @@
 arch resolution. The actions themselves are emitted by actions/ (actions/step.bzl runs
 the step runner)."""
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACCEPTED_FORMS",
@@ -80,7 +81,7 @@ def resolve_archs(ctx, toolchain):
     if enable and not enable[CudaEnableInfo].enabled:
         fail(("%s: CUDA is turned off (--@rules_cuda_split//cuda:enable=false); give the " +
               "target `target_compatible_with = requires_cuda()` (from " +
-              "@rules_cuda_split//cuda:defs.bzl) so builds skip it") % ctx.label)
+              "@rules_cuda_split//cuda:defs.bzl) so builds skip it") % label_text(ctx.label))
 
     # The rules_cuda dialect's `archs` is a list of specs, joined by `;`.
     own = ctx.attr.archs
@@ -95,7 +96,7 @@ def resolve_archs(ctx, toolchain):
     groups, err = parse_arch_spec(spec)
     if err:
         fail("%s (%s): %s.\nCUDA %s supports: %s" % (
-            ctx.label,
+            label_text(ctx.label),
             origin,
             err,
             kit.version,
@@ -105,7 +106,7 @@ def resolve_archs(ctx, toolchain):
     if bad:
         fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
               "Accepted forms: %s.\nThis SDK supports: %s") % (
-            ctx.label,
+            label_text(ctx.label),
             origin,
             kit.version,
             ", ".join(bad),

@@ -7,6 +7,7 @@ load("//rules_cuda_split/private/actions:compile.bzl", "emit_compile_mono", "emi
 load("//rules_cuda_split/private/actions:device_link.bzl", "emit_device_link")
 load("//rules_cuda_split/private/actions:rdc_guard.bzl", "emit_rdc_guard")
 load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "without_host_options")
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/model:plan.bzl", "codes_of", "files_by_arch")
 load(
     "//rules_cuda_split/private/rules:cc_flags.bzl",
@@ -162,8 +163,8 @@ def _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, sp
         for c in ctx.attr.copts
         for flag in ctx.tokenize(ctx.expand_make_variables("copts", c, {}))
     ]
-    build_split = _checked(ctx.label, build_copts, "--@rules_cuda_split//cuda:copts")
-    own_split = _checked(ctx.label, copts, "copts")
+    build_split = _checked(label_text(ctx.label), build_copts, "--@rules_cuda_split//cuda:copts")
+    own_split = _checked(label_text(ctx.label), copts, "copts")
     user = (build_split + own_split) if split else (build_copts + copts)
     build_host_copts = ctx.attr._host_copts[CudaHostCoptsSettingInfo].copts
     host_copts = ["-Xcompiler=" + f for f in build_host_copts + ctx.attr.host_copts]
@@ -218,7 +219,7 @@ def _compile_sources(
         pic):
     per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
     if per_arch_list and not split:
-        fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % ctx.label +
+        fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % label_text(ctx.label) +
              "compile_mode=split (one nvcc per source sees every arch)")
     flags = _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, split, pic)
     extra = ["-D" + d for d in PER_ARCH_CCCL_DEFINES] if per_arch_list else []
@@ -311,7 +312,7 @@ def _rdc_info(ctx, outputs, groups, split, rdc):
         ltoir = files_by_arch(outputs, "ltoir:") if split else {},
         objects = [] if split else [o.obj for o in outputs],
         module_ids = [o.files["module_id"] for o in outputs],
-        libraries = ["%s|%s" % (ctx.label, ",".join([c for g in groups for c in codes_of(g)]))],
+        libraries = ["%s|%s" % (label_text(ctx.label), ",".join([c for g in groups for c in codes_of(g)]))],
     )
 
 def _providers(
@@ -422,7 +423,7 @@ def build_cuda_library(ctx, spec, lto_implies_rdc = False):
     lto = [g for g in groups if g.lto]
     rdc = spec.rdc or bool(lto and lto_implies_rdc)
     if not rdc and lto:
-        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % ctx.label)
+        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % label_text(ctx.label))
     compiled = compile_cuda_sources(
         ctx,
         spec,

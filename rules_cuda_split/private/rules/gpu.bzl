@@ -16,6 +16,7 @@ load(
     _gpu_exec_properties = "gpu_exec_properties",
     _validate_gpu = "validate_gpu",
 )
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 
 DEFAULT_GPU_PROPERTIES = _DEFAULT_GPU_PROPERTIES
 gpu_exec_properties = _gpu_exec_properties
@@ -50,7 +51,7 @@ _libraries_aspect = aspect(
 )
 
 def _cuda_gpu_check_impl(ctx):
-    subject = str(ctx.attr.subject or ctx.label)
+    subject = ctx.attr.subject or label_text(ctx.label)
     libraries = {}
     for part in ctx.attr.parts:
         for label, fatbins in part[_LibrariesInfo].libraries:

@@ -13,6 +13,7 @@ features (`--expt-relaxed-constexpr`, `--extended-lambda`) are on.
 load("@rules_cc//cc:defs.bzl", "CcInfo", "cc_binary", "cc_common", "cc_test")
 load("@rules_cc//cc:find_cc_toolchain.bzl", "find_cc_toolchain")
 load("//rules_cuda_split:providers.bzl", "CudaInfo")
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/model:plan.bzl", "codes_of")
 load(
     "//rules_cuda_split/private/model:rules_cuda_attrs.bzl",
@@ -62,7 +63,7 @@ def _feature_copts(ctx):
     for name in _ARCH_FEATURES:
         if name in ctx.features:
             fail(("%s: feature %s: rules_cuda's arch features are not supported; name the " +
-                  "archs (archs = [...] or --@rules_cuda_split//cuda:archs)") % (ctx.label, name))
+                  "archs (archs = [...] or --@rules_cuda_split//cuda:archs)") % (label_text(ctx.label), name))
     on = [f for name, f in _DEFAULT_ON_FEATURES.items() if name not in ctx.disabled_features]
     return on + [f for name, f in _DEFAULT_OFF_FEATURES.items() if name in ctx.features]
 
@@ -82,12 +83,12 @@ def _spec(ctx, *, rdc, alwayslink, host_linkopts, extra_objects = []):
     )
 
 def _cuda_library_impl(ctx):
-    refusal = linkopts_refusal(str(ctx.label), ctx.attr.linkopts)
+    refusal = linkopts_refusal(label_text(ctx.label), ctx.attr.linkopts)
     if refusal:
         fail(refusal)
     objects = [d for d in ctx.attr.deps if CudaObjectsInfo in d]
     if objects and not ctx.attr.rdc:
-        fail(objects_need_rdc(str(ctx.label), [str(d.label) for d in objects]))
+        fail(objects_need_rdc(label_text(ctx.label), [label_text(d.label) for d in objects]))
     spec = _spec(
         ctx,
         rdc = ctx.attr.rdc,

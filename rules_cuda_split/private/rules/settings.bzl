@@ -2,6 +2,8 @@
 `:compile_mode`, `:device_arch_list`, `:time_trace`, `:version`, `:enable` and
 `:compiler`."""
 
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
+
 def _value_of(setting, **field):
     """The provider of a build setting's value: its one field, documented."""
     return provider(doc = "The value of the `%s` build setting." % setting, fields = field)
@@ -43,7 +45,7 @@ PER_ARCH_CCCL_DEFINES = [
 def _accepted_value(ctx, accepted):
     value = ctx.build_setting_value
     if value not in accepted:
-        fail("--%s=%s: accepted values are %s" % (ctx.label, value, ", ".join(accepted)))
+        fail("--%s=%s: accepted values are %s" % (label_text(ctx.label), value, ", ".join(accepted)))
     return value
 
 CudaVersionSettingInfo = _value_of(
@@ -56,7 +58,7 @@ def _version_flag_impl(ctx):
     parts = value.split(".")
     if value and (len(parts) != 2 or not parts[0].isdigit() or not parts[1].isdigit()):
         fail("--%s=%s: a CUDA version is MAJOR.MINOR (`13.0`), or empty for the default" % (
-            ctx.label,
+            label_text(ctx.label),
             value,
         ))
     return [CudaVersionSettingInfo(version = value)]
@@ -87,7 +89,7 @@ def _compiler_flag_impl(ctx):
     value = ctx.build_setting_value
     if value == "clang":
         fail(("--%s=clang: these rules compile CUDA with nvcc only (each step of nvcc's " +
-              "own plan is an action); drop the flag or set it to nvcc") % ctx.label)
+              "own plan is an action); drop the flag or set it to nvcc") % label_text(ctx.label))
     return [CudaCompilerInfo(compiler = _accepted_value(ctx, COMPILERS))]
 
 compiler_flag = rule(

@@ -7,13 +7,14 @@ attribute per entry of the tools table (SDK_TOOLS of model/tools.bzl); `cuda_too
 """
 
 load("//rules_cuda_split:providers.bzl", "CudaToolkitInfo")
+load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/model:tools.bzl", "SDK_TOOLS")
 
 def _cuda_toolkit_impl(ctx):
     nvcc = [f for f in ctx.files.nvcc if f.basename == "nvcc"]
     if len(nvcc) != 1:
         fail("cuda_toolkit %s: `nvcc` has no single file named nvcc: %s" % (
-            ctx.label,
+            label_text(ctx.label),
             [f.short_path for f in ctx.files.nvcc],
         ))
     return [CudaToolkitInfo(
