@@ -65,8 +65,10 @@ STAND_IN_MODULES = {
     "zlib": "1.3.1.bcr.3",
     "apple_support": "1.23.1",
 }
-# The kit's format: a change here makes every kit again.
-KIT_FORMAT = "4"
+# The kit's formats: a change of ROOT_FORMAT unpacks and patches the packages again, of
+# KIT_FORMAT writes the rc file, the stand-ins and the wrapper again.
+ROOT_FORMAT = "1"
+KIT_FORMAT = "5"
 
 
 def log(message: str) -> None:
@@ -370,6 +372,28 @@ def write_stand_in_modules(kit: pathlib.Path) -> list[str]:
             )
         (mod / "MODULE.bazel").write_text(text)
         flags.append(f"common --override_module={name}={mod}")
+    # `bazel query deps(...)` of a test and `bazel test` reach @remote_coverage_tools,
+    # which Bazel downloads: a stand-in that has its two labels (coverage itself is not
+    # available offline).
+    cov = kit / "remote_coverage_tools"
+    cov.mkdir(parents=True, exist_ok=True)
+    (cov / "WORKSPACE").write_text('workspace(name = "remote_coverage_tools")\n')
+    (cov / "unavailable.sh").write_text(
+        "#!/bin/sh\necho 'remote_coverage_tools is an offline stand-in of scripts/bazel_kit.py:"
+        " coverage is not available here.' >&2\nexit 1\n"
+    )
+    (cov / "unavailable.sh").chmod(0o755)
+    (cov / "BUILD").write_text(
+        "# The offline stand-in of scripts/bazel_kit.py.\n"
+        'package(default_visibility = ["//visibility:public"])\n\n'
+        'sh_binary(name = "coverage_report_generator", srcs = ["unavailable.sh"])\n\n'
+        'sh_binary(name = "lcov_merger", srcs = ["unavailable.sh"])\n'
+    )
+    for name in (
+        "bazel_tools~remote_coverage_tools_extension~remote_coverage_tools",
+        "remote_coverage_tools",
+    ):
+        flags.append(f"common --override_repository={name}={cov}")
     registry = kit / "registry"
     registry.mkdir(exist_ok=True)
     (registry / "bazel_registry.json").write_text("{}\n")
@@ -415,38 +439,44 @@ def write_rc_and_wrapper(kit: pathlib.Path) -> pathlib.Path:
     return wrapper
 
 
-def stamp_of(kit: pathlib.Path, pins: list[tuple[str, str]]) -> str:
+def stamp_of(kit: pathlib.Path, pins: list[tuple[str, str]], fmt: str = "") -> str:
     digest = hashlib.sha256(json.dumps(pins).encode()).hexdigest()
-    return f"{KIT_FORMAT} {digest} {kit}"
+    return f"{fmt or KIT_FORMAT} {digest} {kit}"
 
 
 def make_kit(kit: pathlib.Path) -> pathlib.Path:
     kit = kit.resolve()
     pins = read_packages()
     stamp = kit / ".stamp"
+    root_stamp = kit / ".root-stamp"
     wrapper = kit / "bin" / "bazel"
     if stamp.is_file() and stamp.read_text() == stamp_of(kit, pins) and wrapper.is_file():
         return wrapper
-    if shutil.which("patchelf") is None:
-        die("patchelf is not installed (apt-get install patchelf)")
-    debs = download(kit, pins)
     root = kit / "root"
-    staging = kit / "root.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    log(f"unpacking {len(pins)} packages into {kit.name}/root")
-    for deb in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True)
-    shutil.rmtree(root, ignore_errors=True)
-    staging.rename(root)
-    relink_absolute_symlinks(root)
-    # Debian's install base links the sandbox and its helpers into /usr/libexec.
-    n = patch_elf_files(root)
-    m = rewrite_manifests(root)
-    write_classpath(root)
-    install_cacerts(root)
+    # The unpacked packages are remade only when the pins, the way they are patched or
+    # the directory change; the rc file, the stand-ins and the wrapper every time.
+    want_root = stamp_of(kit, pins, ROOT_FORMAT)
+    if not (root_stamp.is_file() and root_stamp.read_text() == want_root):
+        if shutil.which("patchelf") is None:
+            die("patchelf is not installed (apt-get install patchelf)")
+        debs = download(kit, pins)
+        staging = kit / "root.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        log(f"unpacking {len(pins)} packages into {kit.name}/root")
+        for deb in sorted(debs.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+        staging.rename(root)
+        relink_absolute_symlinks(root)
+        # Debian's install base links the sandbox and its helpers into /usr/libexec.
+        n = patch_elf_files(root)
+        m = rewrite_manifests(root)
+        write_classpath(root)
+        install_cacerts(root)
+        log(f"patched {n} ELF files and {m} jar manifests")
+        root_stamp.write_text(want_root)
     wrapper = write_rc_and_wrapper(kit)
-    log(f"patched {n} ELF files and {m} jar manifests")
     proc = subprocess.run([str(wrapper), "--version"], capture_output=True, text=True)
     if proc.returncode != 0 or not proc.stdout.startswith("bazel 7"):
         die(f"{wrapper} --version failed:\n{proc.stdout}{proc.stderr}")

@@ -140,7 +140,9 @@ def test_light_sources_compile_as_in_ggml_cuda(distdir: str) -> None:
 def test_light_cuda_sources_build(distdir: str) -> None:
     bazel("build", distdir, LIGHT)
     out = pathlib.Path(bazel("info", distdir, "bazel-bin").stdout.strip())
-    objects = out / "tests" / "ggml" / "_cuda" / "light" / "external" / "ggml" / "ggml" / "src"
+    # external/<@ggml's canonical name>/ggml/src (`_main~ggml_extension~ggml` under bzlmod).
+    (repo,) = (out / "tests" / "ggml" / "_cuda" / "light" / "external").glob("*ggml")
+    objects = repo / "ggml" / "src"
     for name in ("arange", "clamp", "fill", "scale"):
         obj = objects / "ggml-cuda" / name / f"{name}.o"
         assert obj.is_file() and obj.stat().st_size > 0, obj

@@ -96,7 +96,16 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
         testonly = testonly,
         **common
     )
-    cc_rule(
+    bin_rule = cc_rule
+    if gpu.startswith("sm_"):
+        # The arch check (not a test rule) reads this binary too: a cc_test there would be
+        # configured twice (with and without the test options, which Bazel trims from
+        # non-test rules) into one output path. A cc_binary has one configuration; it
+        # links as a cc_test would (linkstatic = False, unless given).
+        bin_rule = cc_binary
+        kwargs.setdefault("linkstatic", False)
+        kwargs["testonly"] = True
+    bin_rule(
         name = name + "_bin",
         srcs = host_srcs,
         local_defines = local_defines,

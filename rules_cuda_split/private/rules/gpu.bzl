@@ -67,7 +67,7 @@ def _cuda_gpu_check_impl(ctx):
             audit_tool = ctx.file._audit,
             gpu = ctx.attr.gpu,
             require = ctx.attr.require,
-            subject = "%s (library %s)" % (subject, label),
+            subject = "%s (library %s)" % (subject, label_text(label)),
             name = "%s_lib%d_%s" % (ctx.label.name, i, label.name),
             fail_build = True,
         ).message)
