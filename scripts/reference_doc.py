@@ -343,8 +343,7 @@ def _settings(repo: pathlib.Path, docs: list[dict]) -> list[str]:
                 rows.append(f"| `{label}` | {kind} | {_cell(_code(default))} | {_cell(text)} |")
     out += [
         "Set on the command line as `--@rules_cuda_split//cuda:NAME=VALUE` (inside this "
-        "repository with Bazel 4.2.3: `--//cuda:NAME=VALUE`); a list flag takes "
-        "comma-separated values.",
+        "repository `--//cuda:NAME=VALUE` as well); a list flag takes comma-separated values.",
         "",
         *rows,
         "",

@@ -15,8 +15,8 @@ from support.bazel_util import bazel, build_outputs, checkout_copy, use_local_sd
 
 pytestmark = pytest.mark.bazel
 
-# Users spell it --@rules_cuda_split//cuda:archs; inside this workspace Bazel 4.2.3 knows
-# the main repository's flags only by their main-repository label.
+# Users spell it --@rules_cuda_split//cuda:archs; inside this workspace the shorter
+# main-repository label names the same flag.
 ARCHS = "--//cuda:archs="
 
 

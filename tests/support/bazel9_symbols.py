@@ -2,7 +2,8 @@
 
 Bazel 9 turns autoloads off: `CcInfo`, `cc_common`, `cc_binary`, `py_binary`, ... exist
 only when loaded from their rule sets (`@rules_cc//cc:defs.bzl`, ...), and `native.cc_*`,
-`native.py_*` are gone. Only Bazel 4.2.3 runs here, so this reads the sources instead:
+`native.py_*` are gone. Bazel 9 does not install here (Bazel 7.7.1 runs), so this reads the
+sources instead:
 Python's tokenizer (Starlark's lexical grammar is Python's), so names in comments and
 strings do not count, and a name counts as defined when the file loads, assigns, defines
 or takes it as a parameter.

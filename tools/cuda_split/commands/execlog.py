@@ -1,7 +1,7 @@
 """Bazel's execution log, read for `cuda-split explain`: its spawns and what names each.
 
-`--execution_log_json_file` writes one JSON object per spawn (Bazel 4.2.3 as a stream of
-concatenated objects, newer Bazels the same; one JSON array also works). A `Spawn` wraps
+`--execution_log_json_file` writes one JSON object per spawn, as a stream of concatenated
+objects (one JSON array also works); Bazel 7's have no progress message. A `Spawn` wraps
 one: its mnemonic, declared outputs, arguments, environment, platform, inputs (path and
 digest), whether it was a remote cache hit, and what names a CUDA step across builds: its
 target (the log's `targetLabel`, else the rules' output path `<pkg>/_cuda/<target>/...`),

@@ -5,8 +5,8 @@
     cuda-split save-params LOG.json --execroot DIR [--to DIR]
     cuda-split arch-list BIN_DIR...
 
-`explain` reads two Bazel execution logs (`--execution_log_json_file`; Bazel 4.2.3
-writes a stream of concatenated JSON objects, newer Bazels the same) and prints, for
+`explain` reads two Bazel execution logs (`--execution_log_json_file`, a stream of
+concatenated JSON objects) and prints, for
 every CUDA action of NEW (mnemonic `Cuda*`), whether it was a remote cache hit, and for a
 miss what differs from the same action in OLD: arguments, environment, platform, or
 which inputs (path and digest). Actions are matched by mnemonic and declared outputs,

@@ -4,7 +4,7 @@ The graph comes from an execution log (`--execution_log_json_file`: each spawn's
 and outputs; an action depends on the actions that wrote its inputs) or from `bazel
 aquery --output=jsonproto` (every action of the targets, run or not). The durations
 come from the log itself where it has them (`walltime`, Bazel 5 and later), else from a
-`--profile` trace of the same build (Bazel 4.2.3's log has none; the trace's "action
+`--profile` trace of the same build (a log without them; the trace's "action
 processing" events are matched to spawns by progress message, in order). Actions of an
 aquery graph that were not measured take the median duration of measured actions of the
 same mnemonic and arch (`--arch`), else of the same mnemonic.

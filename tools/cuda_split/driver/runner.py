@@ -9,8 +9,8 @@ import threading
 import time
 
 from cuda_split import cache as cachelib
+from cuda_split.core import diagnose, time_trace
 from cuda_split.core import plan as planlib
-from cuda_split.core import time_trace
 from cuda_split.driver import jobserver as jobserverlib
 from cuda_split.driver import slots as slotslib
 from cuda_split.driver import time_traces
@@ -22,7 +22,6 @@ from cuda_split.driver.preprocess_cache import PREPROCESS_KINDS, PreprocessCache
 from cuda_split.driver.reports import trace_record
 from cuda_split.driver.step_cache import CACHED_KINDS, StepCache, connect_remote
 from cuda_split.driver.step_keys import StepKeys
-from cuda_split.core import diagnose
 
 
 class Runner:

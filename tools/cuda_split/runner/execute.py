@@ -15,10 +15,9 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
+from cuda_split.core import diagnose, time_trace
 from cuda_split.core import plan as planlib
-from cuda_split.core import time_trace
 from cuda_split.core.command import StepCommand
-from cuda_split.core import diagnose
 
 # Steps whose output is only a check (ptxas on PTX-only archs runs without `-o`): the
 # runner writes this file so the build system has an output to wait on.
