@@ -59,6 +59,7 @@ say() { echo "gpu_worker_demo: $*" | tee -a "$OUT/summary.txt"; }
 WS="$WORK/ws"
 mkdir -p "$WS"
 (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
     xargs -0 cp --parents -t "$WS")
 cp "$ROOT/.bazelrc.user" "$WS/"
 if [ -n "$SDK" ]; then
