@@ -7,7 +7,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 
 import cuda_version_table
@@ -18,13 +17,10 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 SETUP_HINT = "run `bash scripts/setup.sh` first"
 
 # Every Bazel output base of a run links one unpacked SDK per version instead of unpacking
-# the wheels again (~840 MB, 7-12 s each): the wheel repository's cache (docs/sdk.md).
-# Beside the tests' output bases (pytest's temporary directory), so on their file system
-# (else it copies); the REAPI workers hide it.
-os.environ.setdefault(
-    "CUDA_SPLIT_SDK_CACHE",
-    str(pathlib.Path(tempfile.gettempdir()) / f"cuda-split-sdk-unpacked-{os.getuid()}"),
-)
+# the wheels again (~840 MB, 7-12 s each): the wheel repository's cache (docs/sdk.md). In
+# the checkout's .cache, not under /tmp: Bazel's sandbox gives each action a /tmp of its
+# own, where the links into the cache would lead nowhere. The REAPI workers hide it.
+os.environ.setdefault("CUDA_SPLIT_SDK_CACHE", str(REPO / ".cache" / "sdk-unpacked"))
 
 # What a test needs, as a marker (pyproject.toml lists them): `bazel` (runs Bazel),
 # `backend` (starts a REAPI backend: BuildGrid, PostgreSQL), `nvcc` (runs the CUDA SDK's

@@ -345,6 +345,7 @@ class Backend:
             f"--remote_cache={self.endpoint}",
             f"--remote_instance_name={INSTANCE}",
             *(f"--remote_default_exec_properties={k}={v}" for k, v in PLATFORM.items()),
+            "--remote_download_outputs=all",  # as remote_execution_flags
         ]
 
     def remote_execution_flags(self) -> list[str]:
@@ -353,6 +354,9 @@ class Backend:
             f"--remote_executor={self.endpoint}",
             f"--remote_instance_name={INSTANCE}",
             *(f"--remote_default_exec_properties={k}={v}" for k, v in PLATFORM.items()),
+            # Every output downloaded, as the tests compare the intermediate ones (PTX,
+            # cubins, .ii) with a local build's: Bazel 7 downloads only the top level's.
+            "--remote_download_outputs=all",
         ]
 
     # -- life cycle -------------------------------------------------------------------

@@ -160,7 +160,8 @@ TRACED_SPEC = "sm_80;compute_90 traced"
 _MASKS = [
     (re.compile(r"buck-out/v2/gen/root/[0-9a-f]+/(.*?)/__[^/]+__/"), r"<OUT>/\1/"),
     (re.compile(r"bazel-out/[^/]+/bin/"), "<OUT>/"),
-    (re.compile(r"external/cuda_\d+_\d+/"), "<SDK>/"),  # the wheel SDK of any version
+    # The wheel SDK of any version (`external/_main~cuda~cuda_13_0/` under bzlmod).
+    (re.compile(r"external/(?:[\w.~+-]*[~+])?cuda_\d+_\d+/"), "<SDK>/"),
     (re.compile(re.escape(recorder.SDK_DIR) + "/"), "<SDK>/"),
 ]
 _BAZEL_BIN_INCLUDE = re.compile(r"--nvcc-flag=-Ibazel-out/[^/]+/bin(/|$)")

@@ -276,8 +276,11 @@ class Workspace:
             if not k.startswith("TEST_") and k not in ("CUDA_PATH", "CUDA_HOME")
         }
         env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        exe = shutil.which("bazel")  # the test's PATH: .venv/bin/bazel
+        if exe is None:
+            pytest.fail("bazel is not installed: run `bash scripts/setup.sh`")
         proc = subprocess.run(
-            ["bazel", f"--output_base={self.output_base}", *args],
+            [exe, f"--output_base={self.output_base}", *args],
             cwd=self.root,
             env=env,
             capture_output=True,

@@ -98,7 +98,10 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
     if not files or audit_tool == None or not gpu or not subject or not name:
         fail("emit_gpu_check needs files, audit_tool, gpu, subject and name")
     if require not in ("sass", "sass-or-ptx"):
-        fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (label_text(ctx.label), require))
+        fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (
+            label_text(ctx.label),
+            require,
+        ))
     message = ctx.actions.declare_file(name + ".gpu_check")
     args = ctx.actions.args()
     args.add(audit_tool)

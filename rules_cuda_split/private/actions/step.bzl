@@ -69,8 +69,10 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
       progress_message: string.
     """
     if not hasattr(ctx.attr, "_step_runner"):
-        fail("%s: a rule that emits CUDA step actions needs the attributes " % label_text(ctx.label) +
-             "STEP_RULE_ATTRS of @rules_cuda_split//rules_cuda_split:actions.bzl")
+        fail(("%s: a rule that emits CUDA step actions needs the attributes " +
+              "STEP_RULE_ATTRS of @rules_cuda_split//rules_cuda_split:actions.bzl") % (
+            label_text(ctx.label)
+        ))
     runner = ctx.files._step_runner
     main = [f for f in runner if f.basename == RUNNER_MAIN]
     if len(main) != 1:

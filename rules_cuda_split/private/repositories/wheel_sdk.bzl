@@ -427,6 +427,15 @@ def _unpacked_cache(rctx):
             SDK_CACHE_ENV,
             cache,
         ))
+    if cache.rstrip("/") == "/tmp" or cache.startswith("/tmp/"):
+        # The SDK repository's files are links into the cache: a sandboxed action, whose
+        # /tmp is its own (Bazel 7 and later), would find none of them.
+        _fail(rctx, ("%s=%s: under /tmp, which Bazel's sandbox gives each action as its " +
+                     "own empty directory, so no action would see the SDK; choose a " +
+                     "directory outside /tmp (e.g. ~/.cache/cuda-split-sdk)") % (
+            SDK_CACHE_ENV,
+            cache,
+        ))
     return cache.rstrip("/")
 
 def _run(rctx, args):

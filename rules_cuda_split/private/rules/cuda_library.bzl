@@ -219,8 +219,8 @@ def _compile_sources(
         pic):
     per_arch_list = ctx.attr._device_arch_list[CudaDeviceArchListInfo].mode == "per_arch"
     if per_arch_list and not split:
-        fail("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " % label_text(ctx.label) +
-             "compile_mode=split (one nvcc per source sees every arch)")
+        fail(("%s: --@rules_cuda_split//cuda:device_arch_list=per_arch needs " +
+              "compile_mode=split (one nvcc per source sees every arch)") % label_text(ctx.label))
     flags = _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, split, pic)
     extra = ["-D" + d for d in PER_ARCH_CCCL_DEFINES] if per_arch_list else []
     compiled = CUDA_SOURCE_EXTENSIONS + CXX_SOURCE_EXTENSIONS
@@ -312,7 +312,10 @@ def _rdc_info(ctx, outputs, groups, split, rdc):
         ltoir = files_by_arch(outputs, "ltoir:") if split else {},
         objects = [] if split else [o.obj for o in outputs],
         module_ids = [o.files["module_id"] for o in outputs],
-        libraries = ["%s|%s" % (label_text(ctx.label), ",".join([c for g in groups for c in codes_of(g)]))],
+        libraries = ["%s|%s" % (
+            label_text(ctx.label),
+            ",".join([c for g in groups for c in codes_of(g)]),
+        )],
     )
 
 def _providers(
@@ -423,7 +426,9 @@ def build_cuda_library(ctx, spec, lto_implies_rdc = False):
     lto = [g for g in groups if g.lto]
     rdc = spec.rdc or bool(lto and lto_implies_rdc)
     if not rdc and lto:
-        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % label_text(ctx.label))
+        fail("%s: lto_ archs (-dlto) need relocatable device code: set rdc = True" % (
+            label_text(ctx.label)
+        ))
     compiled = compile_cuda_sources(
         ctx,
         spec,

@@ -63,7 +63,10 @@ def _feature_copts(ctx):
     for name in _ARCH_FEATURES:
         if name in ctx.features:
             fail(("%s: feature %s: rules_cuda's arch features are not supported; name the " +
-                  "archs (archs = [...] or --@rules_cuda_split//cuda:archs)") % (label_text(ctx.label), name))
+                  "archs (archs = [...] or --@rules_cuda_split//cuda:archs)") % (
+                label_text(ctx.label),
+                name,
+            ))
     on = [f for name, f in _DEFAULT_ON_FEATURES.items() if name not in ctx.disabled_features]
     return on + [f for name, f in _DEFAULT_OFF_FEATURES.items() if name in ctx.features]
 

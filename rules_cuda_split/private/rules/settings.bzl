@@ -45,7 +45,11 @@ PER_ARCH_CCCL_DEFINES = [
 def _accepted_value(ctx, accepted):
     value = ctx.build_setting_value
     if value not in accepted:
-        fail("--%s=%s: accepted values are %s" % (label_text(ctx.label), value, ", ".join(accepted)))
+        fail("--%s=%s: accepted values are %s" % (
+            label_text(ctx.label),
+            value,
+            ", ".join(accepted),
+        ))
     return value
 
 CudaVersionSettingInfo = _value_of(
