@@ -77,6 +77,9 @@ class Script:
         return [
             f"--remote_executor=grpc://127.0.0.1:{self.port}",
             "--remote_instance_name=main",
+            # Every output downloaded, to compare with a local build's (Bazel 7 downloads
+            # only the top level's).
+            "--remote_download_outputs=all",
         ]
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
