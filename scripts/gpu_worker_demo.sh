@@ -130,7 +130,7 @@ for text in open(sys.argv[2], errors="replace"):
 table = collections.Counter()
 wrong = []
 for s in spawns:
-    if s.get("remoteCacheHit"):
+    if s.get("cacheHit") or s.get("remoteCacheHit"):
         table[(s.get("mnemonic"), "cache hit")] += 1
         continue
     if s.get("runner") != "remote":

@@ -280,7 +280,7 @@ def exec_log_summary(path: pathlib.Path) -> dict[str, Any]:
             if i >= len(text):
                 break
             obj, i = dec.raw_decode(text, i)
-            status = "hit" if obj.get("remoteCacheHit") else "run"
+            status = "hit" if obj.get("cacheHit") or obj.get("remoteCacheHit") else "run"
             by[obj.get("mnemonic", "?")][status] += 1
         path.unlink()  # large; the summary is what we keep
     per_arch = collections.Counter()

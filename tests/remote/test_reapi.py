@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from conftest import checkout_sdk
-from cuda_split.commands.execlog import read_log
+from cuda_split.commands.execlog import cache_hit, read_log, save_params
 from reapi.backend import Backend, backend_for_tests, free_port
 from support.bazel_util import REPO, bazel, build_outputs, checkout_copy
 
@@ -135,6 +135,10 @@ def _build(
     print(f"{log.name}: {time.monotonic() - start:.0f} s, {_summary_line(proc.stderr)}")
     info = _info(work, base, "execution_root", "bazel-bin")
     execroot, bin_dir = info["execution_root"], info["bazel-bin"]
+    # The params files aside (LOG.params, where `cuda-split explain` looks), before a later
+    # build in the output base rewrites them: what names each step's source and arch
+    # (Bazel 7's log has no progress message to fall back on).
+    save_params(str(log), str(execroot), f"{log}.params")
     outputs = build_outputs(bin_dir, ("examples/", "tests/"))
     return Build(work, base, log, execroot, bin_dir, outputs, proc.stderr)
 
@@ -748,11 +752,11 @@ def test_corrupted_cas_blob_is_detected_not_used(
     said = (backend.root / "bgd-server.log").read_text(errors="replace")
     assert said.count(f"corrupt blob {digest}/{len(good)}: removed") == 1, said[-3000:]
     assert b2.outputs[cubin] == good
-    assert not ptxas.get("remoteCacheHit") and ptxas.get("runner") == "remote", ptxas
+    assert not cache_hit(ptxas) and ptxas.get("runner") == "remote", ptxas
     assert repaired
     # The next clean build is a cache hit.
     _, ptxas = rebuild("b3.json")
-    assert ptxas.get("remoteCacheHit"), ptxas
+    assert cache_hit(ptxas), ptxas
 
     # An input of a remote action, which Bazel does not upload again (the CAS has it):
     # the backend finds it corrupt when a worker fetches it and removes it (the worker

@@ -156,7 +156,9 @@ def fake_installs() -> Iterator[dict[str, pathlib.Path]]:
     """CUDA installs the script must find by itself: another checkout's `.sdk/` (pip
     --target), NVIDIA wheels in a virtual environment, a stray `nvcc` script. In /tmp,
     outside pytest's directory (which the backend is told to hide)."""
-    root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-fake-cuda-"))
+    # Not under /tmp, which Bazel's sandbox gives each action as its own: the probe below
+    # must see these locally.
+    root = pathlib.Path(tempfile.mkdtemp(prefix="cuda-split-fake-cuda-", dir="/var/tmp"))
     checkout = root / "other-checkout"
     sdk = checkout / ".sdk"
     venv_nvidia = root / "venv" / "lib" / "python3.12" / "site-packages" / "nvidia"

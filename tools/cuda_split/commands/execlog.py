@@ -73,9 +73,9 @@ class Spawn:
 
     @property
     def hit(self) -> bool:
-        return bool(self.raw.get("remoteCacheHit")) or "cache hit" in str(
-            self.raw.get("runner", "")
-        )
+        """A cache hit: `remoteCacheHit` (Bazel 4 to 6), `cacheHit` (Bazel 7), or the
+        runner saying so."""
+        return cache_hit(self.raw) or "cache hit" in str(self.raw.get("runner", ""))
 
     @property
     def runner(self) -> str:
@@ -159,6 +159,12 @@ class Spawn:
             r"(@[\w.~+-]*)?//[\w./+-]*:[\w./+@-]+", str(self.raw.get("progressMessage", ""))
         )
         return m.group(0) if m else ""
+
+
+def cache_hit(raw: dict[str, object]) -> bool:
+    """Whether the log's spawn `raw` was a cache hit: Bazel 7 writes `cacheHit`, earlier
+    Bazels `remoteCacheHit`."""
+    return bool(raw.get("cacheHit") or raw.get("remoteCacheHit"))
 
 
 def target_of_output(path: str) -> str:
