@@ -97,12 +97,17 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
                 if len(same) == 1 and "" in (s.arch, same[0].arch):
                     other = same[0]
             reasons = differences(other, s) if other else ["no such action in the other build"]
+        # A cache hit ran nothing, so Bazel wrote no params file for it (and Bazel 7's log
+        # has no progress message): the same outputs' action of the other build names it.
+        named = s
+        if not s.source and (twin := by_outputs.get((s.mnemonic, s.outputs))) is not None:
+            named = twin
         rows.append(
             Row(
                 mnemonic=s.mnemonic,
                 target=s.target,
-                arch=s.arch,
-                source=s.source,
+                arch=s.arch or named.arch,
+                source=named.source,
                 output=s.outputs[0] if s.outputs else "",
                 hit=s.hit,
                 runner=s.runner,
