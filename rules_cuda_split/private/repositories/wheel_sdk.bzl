@@ -646,17 +646,18 @@ toolchain(
             '        ":version_%s": "@%s//:%s"' % (s, versions[v], target)
             for s, v in choices
         ])
+
+        # Any other version: the target that fails naming the version asked for and the
+        # hub's (a select's no_match_error cannot name the value).
         out.append("""
 alias(
     name = "{t}",
-    actual = select(
-        {{
+    actual = select({{
 {arms},
-        }},
-        no_match_error = "--{flag} names a CUDA version this hub lacks (it has {versions})",
-    ),
+        "//conditions:default": ":version_missing",
+    }}),
 )
-""".format(t = target, arms = arms, flag = flag, versions = ", ".join(sorted(versions.keys()))))
+""".format(t = target, arms = arms))
     return "".join(out)
 
 def _label_string(label):
