@@ -41,6 +41,7 @@ fi
 
 # The binaries and their paths, asked of cquery with the build's flags (they can change
 # the output directory); found rather than listed so a new example needs no edit here.
+# (Labels written as `//pkg:name`: Bazel 7 prints the main repository's as `@@//`.)
 # cuda_binary is a macro: its `cuda_executable_binary` runs a cc_binary tagged manual;
 # tests are for `bazel test`.
 EXECROOT="$("${BAZEL[@]}" info execution_root)"
@@ -49,10 +50,10 @@ EXECROOT="$("${BAZEL[@]}" info execution_root)"
 binaries="$("${BAZEL[@]}" cquery --noshow_progress "${FLAGS[@]}" \
     'kind("^(cc_binary|cuda_executable_binary) rule$", //examples/...) except attr(tags, "\bmanual\b", //examples/...)' \
     --output=starlark \
-    --starlark:expr='str(target.label) + " " + target.files_to_run.executable.path')"
+    --starlark:expr='"//" + target.label.package + ":" + target.label.name + " " + target.files_to_run.executable.path')"
 shared="$("${BAZEL[@]}" cquery --noshow_progress "${FLAGS[@]}" \
     'attr(linkshared, 1, kind("^cc_binary rule$", //examples/...))' \
-    --output=starlark --starlark:expr='str(target.label)')"
+    --output=starlark --starlark:expr='"//" + target.label.package + ":" + target.label.name')"
 declare -A BINARY # label -> absolute path
 declare -A RUNNER # label -> the script that loads a shared object
 TARGETS=()
