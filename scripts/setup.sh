@@ -37,7 +37,12 @@ WHEEL_SDK_ROOT=""
 CUDA_PATH_DIR=""
 WHEELS="$ROOT/.cache/cuda-wheels"
 APT_PACKAGES=(golang-go golang-starlark-dev binutils patchelf cmake ninja-build)
+# In the checkout, unless the checkout is under /tmp: Bazel 7's sandbox gives each action a
+# /tmp of its own, where the kit's install base (linked into every execroot) would vanish.
 BAZEL_KIT="$ROOT/.cache/bazel-kit"
+if [[ "$ROOT" == /tmp/* ]]; then
+    BAZEL_KIT="/var/tmp/rules_cuda_split-bazel-kit-$(id -u)"
+fi
 GOCODE=/usr/share/gocode
 # Running as root is what set-up does here; pip need not warn about it.
 export PIP_ROOT_USER_ACTION=ignore

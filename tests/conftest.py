@@ -20,7 +20,12 @@ SETUP_HINT = "run `bash scripts/setup.sh` first"
 # the wheels again (~840 MB, 7-12 s each): the wheel repository's cache (docs/sdk.md). In
 # the checkout's .cache, not under /tmp: Bazel's sandbox gives each action a /tmp of its
 # own, where the links into the cache would lead nowhere. The REAPI workers hide it.
-os.environ.setdefault("CUDA_SPLIT_SDK_CACHE", str(REPO / ".cache" / "sdk-unpacked"))
+os.environ.setdefault(
+    "CUDA_SPLIT_SDK_CACHE",
+    str(REPO / ".cache" / "sdk-unpacked")
+    if not str(REPO).startswith("/tmp/")
+    else f"/var/tmp/cuda-split-sdk-unpacked-{os.getuid()}",
+)
 
 # What a test needs, as a marker (pyproject.toml lists them): `bazel` (runs Bazel),
 # `backend` (starts a REAPI backend: BuildGrid, PostgreSQL), `nvcc` (runs the CUDA SDK's
