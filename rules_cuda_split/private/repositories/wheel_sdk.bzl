@@ -27,6 +27,7 @@ load(
 load(
     "//rules_cuda_split/private/repositories:sdk_repository.bzl",
     "DEFAULT_SDK_PATHS",
+    "LIBRARY_TARGETS",
     "configure_sdk_repository",
     "find_local_sdk",
     "parse_nvcc_version",
@@ -115,24 +116,14 @@ HUB_TARGETS = [
     "cuda_headers",
     "cudart_static",
     "cudadevrt",
-    "cudart_shared",
     "cuda_runtime",
     "cuda_runtime_static",
     "thrust",
     "cub",
     "libcudacxx",
-    "nvtx",
-    "cublas",
-    "cufft",
-    "curand",
-    "cusparse",
-    "cusolver",
-    "cupti",
-    "nvrtc",
-    "nvjitlink",
     "toolkit",
     "toolchain_impl",
-]
+] + LIBRARY_TARGETS  # every library target, or the one that names the missing component
 
 def host_platform(os_name, machine):
     """NVIDIA's platform name for the host (`linux-x86_64`, `linux-sbsa`), "" if none.
