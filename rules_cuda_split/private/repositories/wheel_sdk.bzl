@@ -419,14 +419,14 @@ def _unpacked_cache(rctx):
             cache,
         ))
     if cache.rstrip("/") == "/tmp" or cache.startswith("/tmp/"):
-        # The SDK repository's files are links into the cache: a sandboxed action, whose
-        # /tmp is its own (Bazel 7 and later), would find none of them.
-        _fail(rctx, ("%s=%s: under /tmp, which Bazel's sandbox gives each action as its " +
-                     "own empty directory, so no action would see the SDK; choose a " +
-                     "directory outside /tmp (e.g. ~/.cache/cuda-split-sdk)") % (
-            SDK_CACHE_ENV,
-            cache,
-        ))
+        # The SDK repository's files are links into the cache: a sandboxed action whose
+        # /tmp is its own (Bazel 7's default) finds none of them.
+        # buildifier: disable=print
+        print(("warning: %s=%s is under /tmp, which Bazel 7's sandbox gives each action " +
+               "as its own empty directory (--incompatible_sandbox_hermetic_tmp, the " +
+               "default): no sandboxed action would see the SDK. Choose a directory " +
+               "outside /tmp (e.g. ~/.cache/cuda-split-sdk), or build with " +
+               "--noincompatible_sandbox_hermetic_tmp.") % (SDK_CACHE_ENV, cache))
     return cache.rstrip("/")
 
 def _run(rctx, args):
