@@ -46,6 +46,21 @@ def test_diamond(tmp_path: pathlib.Path, workers: int, wall: float) -> None:
     assert (p.wall, p.critical_path, p.work) == (wall, 5.0, 7.0)
 
 
+def test_bazel_7_metrics(tmp_path: pathlib.Path) -> None:
+    """Bazel 7's log has no `walltime`: each spawn's `metrics` hold its time."""
+    spawns = [
+        {k: v for k, v in s.items() if k != "walltime"}
+        | {"metrics": {"totalTime": f"{s['walltime'][:-1]}.2s", "executionWallTime": s["walltime"]}}
+        for s in DIAMOND
+    ]
+    actions = simulate.read_execution_log(str(_log(tmp_path, spawns)))
+    assert [a.seconds for a in actions] == [1.0, 2.0, 3.0, 1.0]
+    # A cache hit: no execution, only the time to fetch it.
+    hit = {**spawns[0], "metrics": {"totalTime": "0.125s"}}
+    (action,) = simulate.read_execution_log(str(_log(tmp_path, [hit])))
+    assert action.seconds == 0.125
+
+
 def test_longest_chain_first() -> None:
     """Two workers, chains of 4 s and two single 3 s actions: starting the chain first
     gives 6 s (a FIFO order that starts both 3 s actions first would give 7 s)."""

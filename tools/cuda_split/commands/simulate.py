@@ -3,7 +3,8 @@
 The graph comes from an execution log (`--execution_log_json_file`: each spawn's inputs
 and outputs; an action depends on the actions that wrote its inputs) or from `bazel
 aquery --output=jsonproto` (every action of the targets, run or not). The durations
-come from the log itself where it has them (`walltime`, Bazel 5 and later), else from a
+come from the log itself where it has them (`walltime` of Bazel 5 and 6, `metrics` of
+Bazel 7), else from a
 `--profile` trace of the same build (a log without them; the trace's "action
 processing" events are matched to spawns by progress message, in order). Actions of an
 aquery graph that were not measured take the median duration of measured actions of the
@@ -96,9 +97,18 @@ def read_execution_log(path: str) -> list[Action]:
         if not outputs:
             continue
         seconds = None
-        m = _DURATION.match(str(spawn.get("walltime", "")))
-        if m:
-            seconds = float(m.group(1))
+        # `walltime` (Bazel 5 and 6), else Bazel 7's `metrics` (`executionWallTime`, the
+        # spawn's own run; a cache hit has none, only `totalTime`).
+        metrics = spawn.get("metrics") or {}
+        for text in (
+            spawn.get("walltime"),
+            metrics.get("executionWallTime"),
+            metrics.get("totalTime"),
+        ):
+            m = _DURATION.match(str(text or ""))
+            if m and float(m.group(1)) > 0:
+                seconds = float(m.group(1))
+                break
         actions.append(
             Action(
                 key=outputs[0],
