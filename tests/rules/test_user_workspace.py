@@ -499,9 +499,9 @@ def test_rules_cuda_build_file_builds_and_runs(
     workspace: pathlib.Path, output_base: pathlib.Path
 ) -> None:
     """tests/rules_cuda_dialect/BUILD.rules_cuda builds with only its loads renamed, and
-    unchanged under a repo_mapping; every define reaches exactly the sources rules_cuda
-    says (the sources #error otherwise), the binaries link and run, and each has its
-    device code."""
+    unchanged in a module whose bazel_dep names the rules `rules_cuda`; every define
+    reaches exactly the sources rules_cuda says (the sources #error otherwise), the
+    binaries link and run, and each has its device code."""
     bazel("build", "//rcuda/...", "@rcext//:user", cwd=workspace, output_base=output_base)
     bazel("test", "//rcuda:rdc_test", cwd=workspace, output_base=output_base)
     bin_dir = _bin_dir(workspace, output_base)
