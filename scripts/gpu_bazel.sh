@@ -84,6 +84,8 @@ unpack() {
         if [[ -f "$part/ggml.tar.xz" ]]; then
             rm -rf "$KIT/ggml" && mkdir -p "$KIT/ggml"
             tar -xJf "$part/ggml.tar.xz" -C "$KIT/ggml"
+            # The checkout's ggml.BUILD, which may be newer than the packed one.
+            cp "$ROOT/examples/ggml/ggml.BUILD" "$KIT/ggml/BUILD.bazel"
         fi
     done
     [[ -x "$KIT/bin/bazel" ]] || die "unpack: no $KIT/bin/bazel: a part is missing"

@@ -6,13 +6,18 @@
 # compile and link ran on a CPU worker and every test on the GPU worker, and that all
 # passed. Then two tests built for sm_80 only that ask for an sm_90 GPU (tests/gpu):
 # `wrong_lib` must fail its build at its library's arch check, `wrong_binary` must fail
-# its test before the binary runs; both with the check's message. Needs no network:
+# its test before the binary runs; both with the check's message. With --ggml, ggml's
+# test-backend-ops as a test (@ggml//:test-backend-ops_test, `-c opt`: every op of CUDA0
+# against the CPU backend; it passes only when every op does), built on the CPU workers and
+# run on the GPU worker, with the same placement check. With --no-gpu-worker-check, last, a
+# backend with CPU workers only: a GPU test must fail with the backend's refusal, within
+# 300 s (nothing hangs). Needs no network:
 # Bazel's offline overrides (`.bazelrc.user` of `bash scripts/setup.sh`), BuildGrid's venv
 # and PostgreSQL 15 (scripts/reapi_setup.sh, or benchmarks/device_kit.sh's kit with
 # CUDA_SPLIT_REAPI_VENV and CUDA_SPLIT_PG_BIN set).
 #   bash scripts/gpu_worker_demo.sh [--sdk DIR] [--workers N] [--gpu ARCH[:DEVICES]|auto]
 #                                   [--targets 'PATTERN...'] [--out DIR] [--work DIR]
-#                                   [--port PORT]
+#                                   [--port PORT] [--ggml] [--no-gpu-worker-check]
 # --sdk (or $CUDA_SPLIT_SDK): the machine's CUDA (e.g. /usr/local/cuda), else the
 # hermetic wheels (from .cache/cuda-wheels). --gpu: the GPU worker (default auto: one
 # worker per GPU nvidia-smi lists). Logs and a summary (summary.txt) go to --out
@@ -28,6 +33,8 @@ TARGETS="//examples/... //tests/gpu:sm90"
 OUT=/tmp/gpu-worker-demo
 WORK=/tmp/gpu-worker-demo-work
 PORT=50071
+GGML=0
+NO_GPU_CHECK=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --sdk) SDK="$2"; shift 2 ;;
@@ -37,6 +44,8 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --port) PORT="$2"; shift 2 ;;
+    --ggml) GGML=1; shift ;;
+    --no-gpu-worker-check) NO_GPU_CHECK=1; shift ;;
     *) echo "gpu_worker_demo: unknown argument $1 (see the script's header)" >&2; exit 2 ;;
     esac
 done
@@ -99,20 +108,11 @@ REMOTE=(
     --remote_default_exec_properties=OSFamily=linux --noremote_accept_cached
     --jobs=$((WORKERS + 4)) --test_output=errors
 )
-status=0
-
-# 1. The examples' tests, remotely: compiles on CPU workers, tests on the GPU worker.
-# shellcheck disable=SC2086 # TARGETS is a list of patterns
-if bzl test "${REMOTE[@]}" --execution_log_json_file="$OUT/examples.exec.json" $TARGETS \
-    >"$OUT/examples.bazel.log" 2>&1; then
-    say "examples: every test passed"
-else
-    say "examples: bazel test failed (exit $?): $OUT/examples.bazel.log"; status=1
-fi
-grep -E "^//|Executed|processes" "$OUT/examples.bazel.log" | tee -a "$OUT/summary.txt" || true
-cat "$WORK"/state/worker-*.log >"$OUT/workers.log"
-PYTHONPATH="$ROOT/tools" python3 - "$OUT/examples.exec.json" "$OUT/workers.log" \
-    >>"$OUT/summary.txt" <<'EOF' || status=1
+# Each spawn of an execution log ($1), matched by an output with the worker-log line of
+# the worker that ran it: tests on the GPU worker, everything else on CPU workers.
+placement() {
+    cat "$WORK"/state/worker-*.log >"$OUT/workers.log"
+    PYTHONPATH="$ROOT/tools" python3 - "$1" "$OUT/workers.log" >>"$OUT/summary.txt" <<'EOF'
 """Each spawn of the execution log, matched by an output with the worker-log line of the
 worker that ran it: tests on the GPU worker, everything else on CPU workers."""
 import collections
@@ -151,6 +151,21 @@ if wrong or not tests:
     sys.exit(1)
 print(f"placement: OK ({tests} test spawns on the GPU worker, every other spawn on a CPU worker)")
 EOF
+}
+
+status=0
+
+# 1. The examples' tests, remotely: compiles on CPU workers, tests on the GPU worker.
+if [ -n "$TARGETS" ]; then
+# shellcheck disable=SC2086 # TARGETS is a list of patterns
+if bzl test "${REMOTE[@]}" --execution_log_json_file="$OUT/examples.exec.json" $TARGETS \
+    >"$OUT/examples.bazel.log" 2>&1; then
+    say "examples: every test passed"
+else
+    say "examples: bazel test failed (exit $?): $OUT/examples.bazel.log"; status=1
+fi
+grep -E "^//|Executed|processes" "$OUT/examples.bazel.log" | tee -a "$OUT/summary.txt" || true
+placement "$OUT/examples.exec.json" || status=1
 tail -n 30 "$OUT/summary.txt" | sed -n '/^  /p;/^placement/p'
 
 # 2. Built for sm_80 only, asking for an sm_90 GPU.
@@ -176,9 +191,60 @@ else
     say "wrong_binary: bazel exit $rc (3 expected), see $OUT/wrong_binary.bazel.log, $testlog"
     status=1
 fi
+fi
+
+# 3. ggml's test-backend-ops as a test: ggml compiled on the CPU workers, every op of
+# CUDA0 against the CPU backend on the GPU worker.
+if ((GGML)); then
+    say "ggml: bazel test -c opt @ggml//:test-backend-ops_test"
+    t0=$SECONDS
+    if bzl test -c opt "${REMOTE[@]}" --execution_log_json_file="$OUT/ggml.exec.json" \
+        @ggml//:test-backend-ops_test >"$OUT/ggml.bazel.log" 2>&1; then
+        say "ggml: test-backend-ops_test PASSED ($((SECONDS - t0)) s)"
+    else
+        say "ggml: bazel test failed (exit $?): $OUT/ggml.bazel.log"; status=1
+    fi
+    grep -E "test-backend-ops_test|Executed|processes" "$OUT/ggml.bazel.log" | tee -a "$OUT/summary.txt" || true
+    testlog="$(bzl info -c opt bazel-testlogs 2>/dev/null)/external"
+    log=$(find "$testlog" -path '*test-backend-ops_test/test.log' 2>/dev/null | head -n 1)
+    if [ -n "$log" ]; then
+        sed 's/\x1b\[[0-9;]*m//g' "$log" | gzip >"$OUT/ggml.test.log.gz"
+        sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'tests passed|^Backend [0-9]|OK$|FAIL' |
+            tail -n 6 | tee -a "$OUT/summary.txt"
+    fi
+    placement "$OUT/ggml.exec.json" || status=1
+    tail -n 30 "$OUT/summary.txt" | sed -n '/^  /p;/^placement/p'
+fi
+
+# 4. A backend without a GPU worker: a GPU test is refused, with the backend's message,
+# and nothing waits for a worker that will never come.
+if ((NO_GPU_CHECK)); then
+    stop_backend
+    NOGPU_PID="$OUT/backend-nogpu.pid"
+    "${BACKEND[@]}" --daemon --pid-file "$NOGPU_PID" --state-dir "$WORK/state-nogpu" \
+        --port $((PORT + 1)) --workers 2 | tee "$OUT/backend-nogpu-start.txt"
+    PID_FILE=$NOGPU_PID
+    NOGPU=("${REMOTE[@]/--remote_executor=*/--remote_executor=grpc://127.0.0.1:$((PORT + 1))}")
+    t0=$SECONDS
+    rc=0
+    (cd "$WS" && timeout 300 bazel --output_base="$BASE" test "${NOGPU[@]}" \
+        //examples/gemm:gemm_test) >"$OUT/nogpu.bazel.log" 2>&1 || rc=$?
+    took=$((SECONDS - t0))
+    if [ "$rc" = 124 ]; then
+        say "no GPU worker: bazel still waited after 300 s: $OUT/nogpu.bazel.log"; status=1
+    elif [ "$rc" != 0 ] && grep -q "no worker of this backend offers gpu=any" "$OUT/nogpu.bazel.log"; then
+        say "no GPU worker: the test was refused in $took s (bazel exit $rc), as it should:"
+        grep -m1 -o "no worker of this backend offers gpu=any[^\"]*" "$OUT/nogpu.bazel.log" |
+            tee -a "$OUT/summary.txt"
+    else
+        say "no GPU worker: bazel exit $rc after $took s, without the refusal: $OUT/nogpu.bazel.log"
+        status=1
+    fi
+    cp "$WORK/state-nogpu/backend.log" "$OUT/backend-nogpu.log" 2>/dev/null || true
+fi
 cat "$WORK"/state/worker-*.log >"$OUT/workers.log"
 bzl shutdown >/dev/null 2>&1 || true
 cp "$WORK/state/backend.log" "$OUT/" 2>/dev/null || true
-gzip -f "$OUT"/*.exec.json
+gzip -f "$OUT"/*.exec.json 2>/dev/null || true
 say "$([ $status = 0 ] && echo "all checks passed" || echo "SOME CHECKS FAILED"); logs in $OUT"
 exit $status

@@ -109,6 +109,26 @@ def test_ggml_targets_analyse_with_cmakes_cuda_sources(distdir: str) -> None:
         assert flag in actions
     assert "-DGGML_CUDA_FA_Q8_0_Q8_0=1" in actions and "-DGGML_CUDA_FA_Q4_1_Q4_0=0" in actions
 
+    # test-backend-ops as a GPU test: its test action, and no compile or link, asks for an
+    # sm_90 GPU, and runs every op of CUDA0.
+    out = bazel(
+        "aquery",
+        "--noshow_progress",
+        distdir,
+        "--output=jsonproto",
+        "deps(@ggml//:test-backend-ops_test)",
+    ).stdout
+    asking = {}
+    for a in json.loads(out)["actions"]:
+        info = {i["key"]: i.get("value", "") for i in a.get("executionInfo", [])}
+        if "gpu" in info:
+            asking[a["mnemonic"]] = info["gpu"]
+    assert asking == {"TestRunner": "sm_90"}
+    rule = bazel(
+        "query", "--noshow_progress", distdir, "--output=build", "@ggml//:test-backend-ops_test"
+    ).stdout
+    assert re.search(r'args = \["test", "-b", "CUDA0", "-j", "12"\]', rule), rule
+
 
 def _nvcc_flags(distdir: str, target: str, src: str) -> list[str]:
     """The nvcc flags of `src`'s preprocess in `target`, less include directories and the
