@@ -87,7 +87,12 @@ EOF
 fi
 {
     nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader || true
-    echo "SDK: ${SDK:-hermetic wheels}; workers: $WORKERS CPU, GPU: $GPU; targets: $TARGETS"
+    sdk_text=$SDK
+    if [ -z "$sdk_text" ]; then  # the SDK of .bazelrc.user (gpu_bazel.sh), else the wheels
+        sdk_text=$(sed -n 's/.*CUDA_SPLIT_LOCAL_SDK=\([^ ]*\).*/\1/p' "$WS/.bazelrc.user" | tail -n 1)
+        sdk_text=${sdk_text:+$sdk_text (CUDA_SPLIT_LOCAL_SDK in .bazelrc.user)}
+    fi
+    echo "SDK: ${sdk_text:-hermetic wheels}; workers: $WORKERS CPU, GPU: $GPU; targets: $TARGETS"
 } | tee -a "$OUT/summary.txt"
 
 # The backend: CPU workers and the GPU worker; stopped on exit.
@@ -204,7 +209,7 @@ if ((GGML)); then
     else
         say "ggml: bazel test failed (exit $?): $OUT/ggml.bazel.log"; status=1
     fi
-    grep -E "test-backend-ops_test|Executed|processes" "$OUT/ggml.bazel.log" | tee -a "$OUT/summary.txt" || true
+    grep -E "^@ggml//|^Executed|processes" "$OUT/ggml.bazel.log" | tee -a "$OUT/summary.txt" || true
     testlog="$(bzl info -c opt bazel-testlogs 2>/dev/null)/external"
     log=$(find "$testlog" -path '*test-backend-ops_test/test.log' 2>/dev/null | head -n 1)
     if [ -n "$log" ]; then
@@ -227,7 +232,7 @@ if ((NO_GPU_CHECK)); then
     NOGPU=("${REMOTE[@]/--remote_executor=*/--remote_executor=grpc://127.0.0.1:$((PORT + 1))}")
     t0=$SECONDS
     rc=0
-    (cd "$WS" && timeout 300 bazel --output_base="$BASE" test "${NOGPU[@]}" \
+    (cd "$WS" && timeout 300 bazel --output_base="$BASE" test "${NOGPU[@]}" --nocache_test_results \
         //examples/gemm:gemm_test) >"$OUT/nogpu.bazel.log" 2>&1 || rc=$?
     took=$((SECONDS - t0))
     if [ "$rc" = 124 ]; then
