@@ -7,7 +7,7 @@
 # --build compiles tests/audit/jit_probe.cu three times with the checkout's SDK (.sdk/,
 # cudart linked statically, libstdc++/libgcc too; no runfiles, nothing absolute): PTX of
 # compute_80 only, SASS for sm_80 only, SASS for sm_90 only; and copies this script and
-# tools/cuda_split/commands/audit.py next to them (DIR defaults to .cache/gpu_audit, plain files).
+# the audit package (cuda_split/audit/) next to them (DIR defaults to .cache/gpu_audit, plain files).
 # On the GPU machine the run mode asks the audit what each binary does on the local GPU
 # (nvidia-smi's compute capability, else sm_90), runs each binary REPEATS times (default 3)
 # with CUDA_CACHE_DISABLE=1 (every run pays the JIT again) and prints one table row per run:
@@ -31,7 +31,10 @@ if [[ "${1:-}" == "--build" ]]; then
   build ptx_compute_80 arch=compute_80,code=compute_80
   build sass_sm_80 arch=compute_80,code=sm_80
   build sass_sm_90 arch=compute_90,code=sm_90
-  cp "$repo/tools/cuda_split/commands/audit.py" "$repo/scripts/gpu_audit_check.sh" "$out/"
+  mkdir -p "$out/cuda_split/audit"
+  cp "$repo/tools/cuda_split/__init__.py" "$out/cuda_split/"
+  cp "$repo"/tools/cuda_split/audit/*.py "$out/cuda_split/audit/"
+  cp "$repo/scripts/gpu_audit_check.sh" "$out/"
   echo "built into $out:"
   ls -l "$out"
   echo "on the GPU machine: bash $out/gpu_audit_check.sh $out"
@@ -51,7 +54,7 @@ echo "GPU: $gpu   CUDA_CACHE_DISABLE=1   repeats: $repeats"
 printf '%-16s %-30s %-3s %-4s %-28s %10s %14s %15s %9s\n' \
   binary prediction run rc result context_ms first_launch_ms second_launch_ms wall_ms
 for bin in ptx_compute_80 sass_sm_80 sass_sm_90; do
-  predicted="$(python3 -B -S -E audit.py "./$bin" --gpus "$gpu" --json | python3 -c '
+  predicted="$(python3 -B -S -E cuda_split/audit "./$bin" --gpus "$gpu" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 vs = [v for fb in d["files"][0]["fatbins"] if fb["counted"] for v in fb["gpus"]]

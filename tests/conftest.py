@@ -9,8 +9,9 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
-import cuda_version_table
 import pytest
+
+import cuda_wheels
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -39,7 +40,7 @@ BACKEND_FIXTURES = {"backend"}
 QUICK_TIER = "CUDA_SPLIT_QUICK_TIER"
 
 
-# Seconds per module of a full run (scripts/module_seconds.py writes it): whole modules go
+# Seconds per module of a full run (scripts/gen/module_seconds.py writes it): whole modules go
 # to pytest-xdist's workers longest first (scripts/test.sh: `--dist loadfile
 # --no-loadscope-reorder`), so no long module starts last and runs alone.
 MODULE_SECONDS = REPO / "tests" / "module_seconds.json"
@@ -84,7 +85,7 @@ def checkout_sdk(repo: pathlib.Path = REPO) -> pathlib.Path:
     """Where scripts/setup.sh installs the SDK in the checkout `repo` (`.sdk/` and the SDK
     root inside the default version's wheels, from the version table): the one place the
     tests spell that path. Nothing is checked or refused (a fake checkout may use it)."""
-    return cuda_version_table.checkout_sdk(repo)
+    return cuda_wheels.checkout_sdk(repo)
 
 
 def sdk_root() -> pathlib.Path:

@@ -29,12 +29,10 @@ if str(REPO / "tools") not in sys.path:
 
 def checkout_nvcc() -> pathlib.Path:
     """The nvcc scripts/setup.sh installs into this checkout's .sdk/ (where the version
-    table's default version puts it: scripts/cuda_version_table.py)."""
-    if str(REPO / "scripts") not in sys.path:
-        sys.path.insert(0, str(REPO / "scripts"))
-    import cuda_version_table
+    table's default version puts it: tools/cuda_wheels.py)."""
+    import cuda_wheels  # tools/, on sys.path above
 
-    return cuda_version_table.checkout_sdk(REPO) / "bin" / "nvcc"
+    return cuda_wheels.checkout_sdk(REPO) / "bin" / "nvcc"
 
 
 def say(text: str) -> None:

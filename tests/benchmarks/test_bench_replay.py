@@ -1,4 +1,4 @@
-"""benchmarks/bench/replay.py (`run.py replay`): a trace replayed by the pool's rules, on
+"""benchmarks/bench/replay/ (`run.py replay`): a trace replayed by the pool's rules, on
 cases whose schedules can be worked out by hand; traces without deps get them from the
 kinds; run.py hands its named scenarios their own arguments."""
 

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cuda_split.commands import audit
+from cuda_split import audit
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SRC = REPO / "tests" / "audit"

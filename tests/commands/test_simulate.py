@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from cuda_split.commands import simulate
+from cuda_split.commands import execlog, simulate
 
 
 def _spawn(out: str, inputs: list[str], mnemonic: str = "CudaCicc", **extra: object) -> dict:
@@ -36,6 +36,17 @@ DIAMOND = [
     _spawn("c", ["a", "src"], walltime="3s"),
     _spawn("d", ["b", "c"], walltime="1s"),
 ]
+
+
+def test_one_reader_serves_simulate_and_explain_plain_or_gzipped(tmp_path: pathlib.Path) -> None:
+    """execlog.read_log is the one execution-log reader: simulate's graph and explain's
+    spawns come from it, from a log as Bazel writes it or gzipped."""
+    plain = _log(tmp_path, DIAMOND)
+    packed = tmp_path / "exec.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert execlog.read_log(str(packed)) == execlog.read_log(str(plain)) == DIAMOND
+    assert simulate.read_execution_log(str(packed)) == simulate.read_execution_log(str(plain))
+    assert [execlog.spawn_seconds(s) for s in DIAMOND] == [1.0, 2.0, 3.0, 1.0]
 
 
 @pytest.mark.parametrize(("workers", "wall"), [(1, 7.0), (2, 5.0), (64, 5.0)])

@@ -1,6 +1,6 @@
 """The plan's vocabulary has one definition, tools/plan_vocabulary.json, generated into
 rules_cuda_split/private/model/vocabulary.bzl and tools/cuda_split/core/vocabulary.py
-(scripts/plan_vocabulary.py); both languages read the same names and values."""
+(scripts/gen/plan_vocabulary.py); both languages read the same names and values."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from cuda_split.core import plan as planlib
 from support.bazel_util import REPO
 from support.starlark_util import eval_json
 
-SCRIPT = REPO / "scripts" / "plan_vocabulary.py"
+SCRIPT = REPO / "scripts" / "gen" / "plan_vocabulary.py"
 
 
 def _check(root: pathlib.Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(root / "scripts" / "plan_vocabulary.py"), "--check"],
+        [sys.executable, str(root / "scripts" / "gen" / "plan_vocabulary.py"), "--check"],
         capture_output=True,
         text=True,
         check=False,
@@ -34,7 +34,7 @@ def test_generated_files_are_current() -> None:
 def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) -> None:
     """An edit to the data (here a mnemonic) leaves both generated files stale."""
     for rel in [
-        "scripts/plan_vocabulary.py",
+        "scripts/gen/plan_vocabulary.py",
         "tools/plan_vocabulary.json",
         "rules_cuda_split/private/model/vocabulary.bzl",
         "tools/cuda_split/core/vocabulary.py",
@@ -53,7 +53,7 @@ def test_check_names_a_stale_file_and_how_to_regenerate(tmp_path: pathlib.Path) 
     ]:
         assert (
             f"{rel} is stale (tools/plan_vocabulary.json changed, or it was edited by hand): "
-            "regenerate it with `python3 scripts/plan_vocabulary.py`"
+            "regenerate it with `python3 scripts/gen/plan_vocabulary.py`"
         ) in proc.stderr
 
 

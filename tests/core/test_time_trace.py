@@ -1,5 +1,5 @@
 """Compile-time traces of cicc and ptxas: the flags table against the SDK's `nvcc -v`
-(scripts/time_trace_table.py), where the step runner puts them, what it leaves out of a
+(scripts/gen/time_trace_table.py), where the step runner puts them, what it leaves out of a
 trace, and a real Bazel build with `//cuda:time_trace` on: one trace per cicc and ptxas
 action, every other output the same bytes as with it off."""
 
@@ -33,7 +33,7 @@ def test_flags_table_is_what_the_sdks_nvcc_passes(
     derived = time_trace_table.derive(str(root / "bin" / "nvcc"))
     assert time_trace.table().get(version) == derived, (
         f"{time_trace.TABLE_FILE} is stale for CUDA {version}: run python3 "
-        f"scripts/time_trace_table.py --nvcc {version}={root}/bin/nvcc"
+        f"scripts/gen/time_trace_table.py --nvcc {version}={root}/bin/nvcc"
     )
 
 

@@ -63,7 +63,7 @@ def test_no_formatter_opt_outs() -> None:
 
 
 # Starlark files exempt from the line width: tables scripts/cuda_version_table.py and
-# scripts/nvcc_option_table.py generate.
+# scripts/gen/nvcc_option_table.py generate.
 WIDE_FILES = {
     "rules_cuda_split/private/repositories/cuda_versions.bzl",
     "rules_cuda_split/private/model/nvcc_options.bzl",

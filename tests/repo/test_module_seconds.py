@@ -1,5 +1,5 @@
 """The order whole test modules go to pytest-xdist's workers: longest first, from
-tests/module_seconds.json (scripts/module_seconds.py makes it from a run's JUnit XML)."""
+tests/module_seconds.json (scripts/gen/module_seconds.py makes it from a run's JUnit XML)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_seconds_per_module_from_junit(tmp_path: pathlib.Path) -> None:
     xml = tmp_path / "run.xml"
     xml.write_text(JUNIT)
     out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "module_seconds.py"), str(xml)],
+        [sys.executable, str(REPO / "scripts" / "gen" / "module_seconds.py"), str(xml)],
         capture_output=True,
         text=True,
         check=True,

@@ -408,6 +408,6 @@ def test_a_missing_tool_command_or_option_is_caught() -> None:
     problems = tool_command_problems(text)
     assert [p.split(":")[-1].strip() for p in problems] == [
         "no such command (explain, save-params, arch-list, simulate, audit, profile)",
-        "--colour is not an option of audit.py",
+        "--colour is not an option of cli.py",
         "--nonesuch is not an option of options.py",
     ], problems

@@ -1,4 +1,4 @@
-"""docs/reference.md is generated from the rules' doc strings (scripts/reference_doc.py,
+"""docs/reference.md is generated from the rules' doc strings (scripts/gen/reference_doc.py,
 through the Starlark interpreter's `-doc`): it is current, a hand edit fails the check
 with the command that regenerates it, and it covers every public symbol, attribute and
 build setting."""
@@ -14,7 +14,7 @@ import reference_doc
 
 from support.starlark_util import REPO, STARLARK
 
-SCRIPT = REPO / "scripts" / "reference_doc.py"
+SCRIPT = REPO / "scripts" / "gen" / "reference_doc.py"
 
 
 def _check(output: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -39,13 +39,14 @@ def test_a_hand_edit_fails_the_check_and_says_how_to_regenerate(tmp_path: pathli
     proc = _check(edited)
     assert proc.returncode == 1
     assert "is stale" in proc.stderr
-    assert "regenerate it with `python3 scripts/reference_doc.py`" in proc.stderr
+    assert "regenerate it with `python3 scripts/gen/reference_doc.py`" in proc.stderr
 
 
 def test_reference_starts_with_the_generated_marker() -> None:
     first = reference_doc.OUT.read_text().splitlines()[0]
     assert first == (
-        "<!-- Generated from the rules' doc strings by scripts/reference_doc.py; do not edit -->"
+        "<!-- Generated from the rules' doc strings by scripts/gen/reference_doc.py; "
+        "do not edit -->"
     )
 
 

@@ -86,6 +86,7 @@ LAYERS = {
     "runner": {"core", "runner"},
     "remote": {"core", "remote", ""},
     "commands": {"core", "commands", ""},
+    "audit": {"audit"},  # and the standard library (tests/commands/test_audit_imports.py)
     "driver": {"core", "driver", "remote", ""},
     "": {""},
 }

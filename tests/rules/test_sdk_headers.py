@@ -40,9 +40,9 @@ import subprocess
 import urllib.error
 import zipfile
 
-import cuda_version_table as cvt
 import pytest
 
+import cuda_wheels as cvt
 from conftest import REPO, refuse_in_quick_tier
 
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_HEADER_CACHE", REPO / ".cache" / "cuda-headers"))

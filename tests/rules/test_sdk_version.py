@@ -1,4 +1,4 @@
-"""The SDK version is one fact: scripts/cuda_version_table.py's DEFAULT_VERSION and RELEASES.
+"""The SDK version is one fact: tools/cuda_wheels.py's DEFAULT_VERSION and RELEASES.
 
 Adding a CUDA version is one regenerated table (docs/sdk.md, "Add a version"): the script
 writes rules_cuda_split/private/repositories/cuda_versions.bzl (which carries DEFAULT_VERSION to the
@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import REPO, checkout_sdk
-from conftest import cuda_version_table as cvt
+from conftest import cuda_wheels as cvt
 
 TABLE = cvt.checked_in_table()
 
@@ -154,6 +154,6 @@ def test_no_file_but_the_table_names_a_version_directory() -> None:
                 hits.append(f"{rel}:{number}: {line.strip()}")
     assert not hits, (
         "a CUDA version's directory written out (derive it from the version table: "
-        "scripts/cuda_version_table.py's version_sdk_root, tests/conftest.py's "
+        "tools/cuda_wheels.py's version_sdk_root, tests/conftest.py's "
         "checkout_sdk, `--sdk-root` in shell):\n" + "\n".join(hits)
     )

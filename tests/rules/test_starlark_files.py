@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from conftest import cuda_version_table as cvt
+from conftest import cuda_wheels as cvt
 from support.starlark_util import REPO, run_starlark
 
 Call = dict[str, object]

@@ -28,8 +28,8 @@ import subprocess
 
 import pytest
 
+from cuda_split import audit
 from cuda_split import commands as cli
-from cuda_split.commands import audit
 from support.bazel_util import REPO, bazel, checkout_copy
 
 pytestmark = pytest.mark.bazel

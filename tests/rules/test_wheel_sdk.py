@@ -33,9 +33,9 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 
-import cuda_version_table as cvt
 import pytest
 
+import cuda_wheels as cvt
 from support.bazel_util import REPO, checkout_copy, replace_sdk_block
 from support.starlark_util import eval_json
 

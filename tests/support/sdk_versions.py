@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-import cuda_version_table as cvt
+import cuda_wheels as cvt
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""nvcc's options, as scripts/nvcc_option_table.py wrote them from `nvcc --help` of each
+"""nvcc's options, as scripts/gen/nvcc_option_table.py wrote them from `nvcc --help` of each
 CUDA version the rules offer (nvcc_options.json beside this file; the rules read the same
 table from rules_cuda_split/private/model/nvcc_options.bzl), and how one argument names one.
 

@@ -1,7 +1,7 @@
 // With -doc OUT, the interpreter writes what FILE documents as JSON to OUT, as Stardoc's
 // extractor would from Bazel: the module docstring, each public global (a name not
 // starting with "_", bound by an assignment or a def of FILE, in source order) and, for
-// a BUILD file, the targets it declares. scripts/reference_doc.py renders it as
+// a BUILD file, the targets it declares. scripts/gen/reference_doc.py renders it as
 // docs/reference.md.
 //
 //	{"file": "...", "doc": "module docstring",

@@ -1,12 +1,19 @@
 """The audit emitters: `emit_audit` runs `cuda-split audit` on a binary's files (action
 `CudaAudit`), `emit_audit_test_script` writes the test that reports its result.
 
-`cuda-split audit` is tools/cuda_split/commands/audit.py, standard library only, run with the
+`cuda-split audit` is the package tools/cuda_split/audit, standard library only, run with the
 `python3` on the action's PATH as the step runner is run (no py_binary). Public through
 //rules_cuda_split:actions.bzl.
 """
 
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
+
+def _audit_main(audit_tool):
+    """What `python3` runs of `//tools:audit`'s files: the audit package's `__main__.py`."""
+    for f in audit_tool:
+        if f.basename == "__main__.py" and f.dirname.endswith("cuda_split/audit"):
+            return f
+    fail("audit_tool: no cuda_split/audit/__main__.py among %s" % audit_tool)
 
 def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     """Emits the action that audits `files`: the report and the audit's exit status.
@@ -14,7 +21,8 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     Args:
       ctx: the rule context.
       files: list[File], what to audit (a binary, a library's .a/.so, objects).
-      audit_tool: File, tools/cuda_split/commands/audit.py (`//tools:audit`).
+      audit_tool: list[File], `//tools:audit`'s files: the package tools/cuda_split/audit,
+        whose `__main__.py` runs.
       gpus: list[string], the fleet's GPUs as `sm_XY`.
       require: string, `sass` (every GPU runs a cubin) or `sass-or-ptx` (JIT from PTX is
         acceptable).
@@ -26,7 +34,7 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     """
     if not files:
         fail("%s: binary %s has no files to audit" % (label_text(ctx.label), subject))
-    if audit_tool == None or require not in ("sass", "sass-or-ptx"):
+    if not audit_tool or require not in ("sass", "sass-or-ptx"):
         fail("emit_audit needs audit_tool, and require = \"sass\" or \"sass-or-ptx\"")
     for gpu in gpus:
         if not gpu.startswith("sm_") or not gpu[3:].isdigit():
@@ -34,7 +42,7 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
     report = ctx.actions.declare_file(ctx.label.name + ".audit.txt")
     status = ctx.actions.declare_file(ctx.label.name + ".audit.status")
     args = ctx.actions.args()
-    args.add(audit_tool)
+    args.add(_audit_main(audit_tool))
     args.add(report)
     args.add(status)
     args.add("--gpus", ",".join(gpus))
@@ -47,7 +55,7 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
                   'python3 -B -S -E "$script" -o "$report" "$@" >/dev/null; ' +
                   'rc=$?; [ "$rc" -le 1 ] || exit "$rc"; echo "$rc" > "$status"',
         arguments = [args],
-        inputs = files + [audit_tool],
+        inputs = files + audit_tool,
         outputs = [report, status],
         mnemonic = "CudaAudit",
         progress_message = "Auditing fatbins of %s" % subject,
@@ -83,7 +91,8 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
     Args:
       ctx: the rule context.
       files: list[File], what to check (a binary, a library's fatbins).
-      audit_tool: File, tools/cuda_split/commands/audit.py (`//tools:audit`).
+      audit_tool: list[File], `//tools:audit`'s files: the package tools/cuda_split/audit,
+        whose `__main__.py` runs.
       gpu: string, the GPU as `sm_XY`.
       require: string, `sass-or-ptx` (JIT from PTX is enough) or `sass`.
       subject: string, who asks for the GPU (the test's label), for the message.
@@ -95,7 +104,7 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
       struct(message, status): `message` holds the message (a line saying what runs
       when all is well); `status` (None when `fail_build`) holds `0` or `1`.
     """
-    if not files or audit_tool == None or not gpu or not subject or not name:
+    if not files or not audit_tool or not gpu or not subject or not name:
         fail("emit_gpu_check needs files, audit_tool, gpu, subject and name")
     if require not in ("sass", "sass-or-ptx"):
         fail("%s: gpu_require %r: want \"sass-or-ptx\" or \"sass\"" % (
@@ -104,14 +113,14 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
         ))
     message = ctx.actions.declare_file(name + ".gpu_check")
     args = ctx.actions.args()
-    args.add(audit_tool)
+    args.add(_audit_main(audit_tool))
     args.add("--check-gpu", gpu)
     args.add("--require", require)
     args.add("--subject", subject)
     args.add("-o", message)
     args.add_all(files, expand_directories = False)
     common = dict(
-        inputs = files + [audit_tool],
+        inputs = files + audit_tool,
         mnemonic = "CudaGpuCheck",
         progress_message = "Checking that a %s GPU runs %s" % (gpu, name),
         use_default_shell_env = True,

@@ -3,7 +3,7 @@
 No Bazel APIs here, so the tests run it under a plain Starlark interpreter, and the Buck2
 rules load it too. What the rules do with each option (pass it, drop it, refuse it, and
 why) is the table nvcc_options.bzl, generated from `nvcc --help` of each SDK version by
-scripts/nvcc_option_table.py; the driver reads the same table
+scripts/gen/nvcc_option_table.py; the driver reads the same table
 (tools/cuda_split/nvcc_options.py).
 
 nvcc reads `--<long name>` and `-<short name>` (read here after one or two dashes), an

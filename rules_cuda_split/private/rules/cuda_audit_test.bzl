@@ -1,6 +1,6 @@
 """`cuda_audit_test`: fails when a binary would JIT-compile PTX or fail on a listed GPU.
 
-A build action runs `cuda-split audit` (tools/cuda_split/commands/audit.py, standard library only,
+A build action runs `cuda-split audit` (the package tools/cuda_split/audit, standard library only,
 with the `python3` on the action's PATH as the step runner is run, no py_binary) on the
 binary's files and writes the report (output group `cuda_audit`) and the audit's exit
 status; the test prints the report and exits with that status. Both are emitted by
@@ -15,7 +15,7 @@ def _cuda_audit_test_impl(ctx):
     audited = emit_audit(
         ctx,
         files = ctx.files.binary,
-        audit_tool = ctx.file._audit,
+        audit_tool = ctx.files._audit,
         gpus = ctx.attr.gpus,
         require = ctx.attr.require,
         subject = ctx.attr.binary.label,
@@ -52,7 +52,7 @@ cuda_audit_test = rule(
         ),
         "_audit": attr.label(
             default = Label(_AUDIT_SCRIPT),
-            allow_single_file = True,
+            allow_files = True,
             doc = "The audit tool, run by `python3`.",
         ),
     },

@@ -64,7 +64,7 @@ def _cuda_gpu_check_impl(ctx):
         checked.append(emit_gpu_check(
             ctx,
             files = files,
-            audit_tool = ctx.file._audit,
+            audit_tool = ctx.files._audit,
             gpu = ctx.attr.gpu,
             require = ctx.attr.require,
             subject = "%s (library %s)" % (subject, label_text(label)),
@@ -74,7 +74,7 @@ def _cuda_gpu_check_impl(ctx):
     binary = emit_gpu_check(
         ctx,
         files = [ctx.executable.binary],
-        audit_tool = ctx.file._audit,
+        audit_tool = ctx.files._audit,
         gpu = ctx.attr.gpu,
         require = ctx.attr.require,
         subject = subject,
@@ -112,7 +112,7 @@ cuda_gpu_check = rule(
         "subject": attr.string(doc = "Who asks for the GPU (the test's label), for messages."),
         "_audit": attr.label(
             default = Label("//tools:audit"),
-            allow_single_file = True,
+            allow_files = True,
             doc = "`cuda-split audit`, run by `python3`.",
         ),
     },

@@ -4,7 +4,7 @@ cuda-split explain OLD.json NEW.json   why each CUDA action hit or missed (expla
 cuda-split save-params LOG --execroot DIR   copy a build's params files aside for explain
 cuda-split arch-list BAZEL_BIN         sources whose device code reads the arch list
 cuda-split simulate LOG --workers N    a build's action graph replayed on N workers
-cuda-split audit FILE...               what a binary will do on each GPU (audit.py)
+cuda-split audit FILE...               what a binary will do on each GPU (cuda_split/audit/)
 cuda-split profile TRACE_OR_DIR...     where the compile time goes, from cicc/ptxas traces
 """
 
@@ -20,7 +20,7 @@ COMMANDS = {
     "save-params": ("cuda_split.commands.explain", True),
     "arch-list": ("cuda_split.commands.explain", True),
     "simulate": ("cuda_split.commands.simulate", False),
-    "audit": ("cuda_split.commands.audit", False),
+    "audit": ("cuda_split.audit.cli", False),
     "profile": ("cuda_split.commands.profile", False),
 }
 

@@ -12,6 +12,7 @@ message or its outputs' names).
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 import json
 import os
@@ -184,9 +185,9 @@ def target_of_output(path: str) -> str:
 
 
 def read_log(path: str) -> list[dict[str, object]]:
-    """The spawns of an execution log: concatenated JSON objects (or one JSON array)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    """The spawns of an execution log: concatenated JSON objects (or one JSON array),
+    gzip-compressed where the name ends in `.gz`."""
+    text = read_text(path)
     decoder = json.JSONDecoder()
     found: list[dict[str, object]] = []
     i = 0
@@ -251,3 +252,29 @@ def save_params(log: str, execroot: str, to: str) -> tuple[int, int, int]:
         shutil.copyfile(full, dest)
         saved += 1
     return saved, missing, stale
+
+
+def read_text(path: str) -> str:
+    """A log's or a profile's text; gzip-compressed where its name ends in `.gz`."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+def spawn_seconds(raw: dict[str, object]) -> float | None:
+    """The seconds the log's spawn `raw` took: `walltime` (Bazel 5 and 6), else Bazel 7's
+    `metrics` (`executionWallTime`, the spawn's own run; a cache hit has none, only
+    `totalTime`); None where it has none of them."""
+    metrics = raw.get("metrics") or {}
+    for text in (
+        raw.get("walltime"),
+        metrics.get("executionWallTime"),  # type: ignore[union-attr]
+        metrics.get("totalTime"),  # type: ignore[union-attr]
+    ):
+        m = _DURATION.match(str(text or ""))
+        if m and float(m.group(1)) > 0:
+            return float(m.group(1))
+    return None

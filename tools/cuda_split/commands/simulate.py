@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import heapq
 import json
-import re
 import statistics
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+
+from cuda_split.commands.execlog import read_log, read_text, spawn_seconds
 
 PROG = "cuda-split simulate"
 
@@ -56,28 +56,6 @@ class Projection:
         return self.work / (self.wall * self.workers) if self.wall else 0.0
 
 
-def _json_stream(text: str) -> Iterator[object]:
-    """The JSON documents of a file that holds several, one after another."""
-    decoder = json.JSONDecoder()
-    i = 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return
-        obj, i = decoder.raw_decode(text, i)
-        yield obj
-
-
-def _read_text(path: str) -> str:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return f.read()
-
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
-
-
 def _arch_of(args: Sequence[str]) -> str:
     for i, a in enumerate(args):
         if a == "--arch" and i + 1 < len(args):
@@ -86,29 +64,15 @@ def _arch_of(args: Sequence[str]) -> str:
 
 
 def read_execution_log(path: str) -> list[Action]:
-    """The spawns of an execution log, with `walltime` where the log has it."""
+    """The spawns of an execution log (execlog.read_log), with their seconds where the log
+    has them (execlog.spawn_seconds)."""
     actions = []
-    for spawn in _json_stream(_read_text(path)):
-        if not isinstance(spawn, dict):
-            raise ValueError(f"{path}: not an execution log (a JSON object per spawn)")
+    for spawn in read_log(path):
         outputs = [o["path"] for o in spawn.get("actualOutputs", [])] or list(
             spawn.get("listedOutputs", [])
         )
         if not outputs:
             continue
-        seconds = None
-        # `walltime` (Bazel 5 and 6), else Bazel 7's `metrics` (`executionWallTime`, the
-        # spawn's own run; a cache hit has none, only `totalTime`).
-        metrics = spawn.get("metrics") or {}
-        for text in (
-            spawn.get("walltime"),
-            metrics.get("executionWallTime"),
-            metrics.get("totalTime"),
-        ):
-            m = _DURATION.match(str(text or ""))
-            if m and float(m.group(1)) > 0:
-                seconds = float(m.group(1))
-                break
         actions.append(
             Action(
                 key=outputs[0],
@@ -116,7 +80,7 @@ def read_execution_log(path: str) -> list[Action]:
                 progress=str(spawn.get("progressMessage", "")),
                 inputs=[i["path"] for i in spawn.get("inputs", [])],
                 outputs=outputs,
-                seconds=seconds,
+                seconds=spawn_seconds(spawn),
                 arch=_arch_of(spawn.get("commandArgs", [])),
             )
         )
@@ -126,7 +90,7 @@ def read_execution_log(path: str) -> list[Action]:
 def read_aquery(path: str) -> list[Action]:
     """The actions of `bazel aquery --output=jsonproto` (inputs expanded from its
     depset table)."""
-    doc = json.loads(_read_text(path))
+    doc = json.loads(read_text(path))
     artifacts = {a["id"]: a for a in doc.get("artifacts", [])}
     fragments = {f["id"]: f for f in doc.get("pathFragments", [])}
     sets = {d["id"]: d for d in doc.get("depSetOfFiles", [])}
@@ -175,7 +139,7 @@ def read_aquery(path: str) -> list[Action]:
 def profile_durations(path: str) -> dict[str, list[float]]:
     """Seconds of each action of a `--profile` trace, by progress message, in start
     order."""
-    doc = json.loads(_read_text(path))
+    doc = json.loads(read_text(path))
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     found: dict[str, list[tuple[float, float]]] = {}
     for e in events:
@@ -187,7 +151,7 @@ def profile_durations(path: str) -> dict[str, list[float]]:
 def execution_wall(path: str) -> float | None:
     """Seconds from the "Build artifacts" phase marker of a `--profile` trace to "Complete
     build": the measured wall of the build's execution phase."""
-    doc = json.loads(_read_text(path))
+    doc = json.loads(read_text(path))
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     marks = {
         e["name"]: float(e["ts"])

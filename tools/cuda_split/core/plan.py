@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 # The plan's vocabulary (step kinds, link kinds, file names of roles, the rules' actions
 # and their mnemonics): generated from tools/plan_vocabulary.json, as plan.bzl's is
-# (scripts/plan_vocabulary.py); re-exported here.
+# (scripts/gen/plan_vocabulary.py); re-exported here.
 from cuda_split.core.vocabulary import (  # noqa: F401
     ACTIONS,
     CICC,

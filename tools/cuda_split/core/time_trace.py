@@ -1,7 +1,7 @@
 """Compile-time traces of cicc and ptxas (`nvcc --fdevice-time-trace`), one per step.
 
 `nvcc --dryrun` does not print the flags nvcc gives cicc and ptxas for a trace; the
-table time_trace_flags.json (scripts/time_trace_table.py, from `nvcc -v` of each SDK) has
+table time_trace_flags.json (scripts/gen/time_trace_table.py, from `nvcc -v` of each SDK) has
 them, and `add_flags` puts them into a step's command where nvcc does. `sanitize` then
 makes the trace the same wherever the step ran: no working directory, no temporary
 directory, fixed process numbers. Standard library only: part of `//tools:step_runner`.
@@ -52,7 +52,7 @@ def entry(version: str, flags_table: Mapping[str, Any] | None = None) -> Mapping
     if not older:
         raise ValueError(
             f"no time-trace flags known for CUDA {version or '(unknown version)'}; the table "
-            f"has {', '.join(sorted(known, key=_key))}: run scripts/time_trace_table.py"
+            f"has {', '.join(sorted(known, key=_key))}: run scripts/gen/time_trace_table.py"
         )
     return known[max(older, key=_key)]
 

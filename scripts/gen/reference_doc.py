@@ -14,8 +14,8 @@ others.
 
 Usage:
 
-    python3 scripts/reference_doc.py           # rewrites docs/reference.md
-    python3 scripts/reference_doc.py --check   # exit 1 when docs/reference.md is stale
+    python3 scripts/gen/reference_doc.py           # rewrites docs/reference.md
+    python3 scripts/gen/reference_doc.py --check   # exit 1 when docs/reference.md is stale
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 OUT = REPO / "docs" / "reference.md"
 STARLARK = REPO / ".offline" / "bin" / "starlark"
-SCRIPT = "scripts/reference_doc.py"
+SCRIPT = "scripts/gen/reference_doc.py"
 HEADER = f"<!-- Generated from the rules' doc strings by {SCRIPT}; do not edit -->"
 REGENERATE = f"python3 {SCRIPT}"
 

@@ -6,7 +6,7 @@ order tests/conftest.py sorts them: the longest first, from this table, so that 
 module starts last and runs alone. Regenerate it after a full run on the 2-core machine:
 
     bash scripts/test.sh --junitxml=/tmp/run.xml
-    .venv/bin/python scripts/module_seconds.py /tmp/run.xml > tests/module_seconds.json
+    .venv/bin/python scripts/gen/module_seconds.py /tmp/run.xml > tests/module_seconds.json
 
 A stale table costs time, never a result: a module it does not name runs after those it
 names, in collection order.
