@@ -1,7 +1,7 @@
 """No `.bzl` or BUILD file uses what Bazel 9 removed from the global scope (`CcInfo`,
 `cc_common`, unloaded `cc_*`/`py_*`/`java_*`/`proto_*`/`sh_*` rules, `native.cc_*`, ...)
-or loads what Bazel 8 made a failing stub (`@bazel_tools//tools/python`). Only Bazel 4.2.3
-runs here, so tests/support/bazel9_symbols.py reads the sources' tokens; these tests also show it
+or loads what Bazel 8 made a failing stub (`@bazel_tools//tools/python`). Bazel 8 and 9 do
+not run here, so tests/support/bazel9_symbols.py reads the sources' tokens; these tests also show it
 catches a planted violation and ignores names in comments and strings."""
 
 from __future__ import annotations

@@ -593,6 +593,7 @@ def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Pa
 _BZL_PACKAGES = [
     "cuda",
     "rules_cuda_split",
+    "rules_cuda_split/private",  # compat.bzl
     *sorted(
         str(p.relative_to(REPO))
         for p in (REPO / "rules_cuda_split" / "private").iterdir()
