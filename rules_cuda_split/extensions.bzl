@@ -22,11 +22,8 @@ load(
     "CUDA_VERSIONS",
     "DEFAULT_VERSION",
 )
-load(
-    "//rules_cuda_split/private/repositories:sdk_repository.bzl",
-    "DEFAULT_SDK_PATHS",
-    "cuda_sdk_repository",
-)
+load("//rules_cuda_split/private/repositories:sdk_lookup.bzl", "DEFAULT_SDK_PATHS")
+load("//rules_cuda_split/private/repositories:sdk_repository.bzl", "cuda_sdk_repository")
 load("//rules_cuda_split/private/repositories:wheel_sdk.bzl", "cuda_wheel_sdks")
 
 _sdk_tag = tag_class(

@@ -22,8 +22,11 @@ load(
     _DEFAULT_VERSION = "DEFAULT_VERSION",
 )
 load(
-    "//rules_cuda_split/private/repositories:sdk_repository.bzl",
+    "//rules_cuda_split/private/repositories:sdk_lookup.bzl",
     _DEFAULT_SDK_PATHS = "DEFAULT_SDK_PATHS",
+)
+load(
+    "//rules_cuda_split/private/repositories:sdk_repository.bzl",
     _cuda_sdk_repository = "cuda_sdk_repository",
 )
 load(

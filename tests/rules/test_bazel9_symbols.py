@@ -1,7 +1,7 @@
 """No `.bzl` or BUILD file uses what Bazel 9 removed from the global scope (`CcInfo`,
 `cc_common`, unloaded `cc_*`/`py_*`/`java_*`/`proto_*`/`sh_*` rules, `native.cc_*`, ...)
-or loads what Bazel 8 made a failing stub (`@bazel_tools//tools/python`). Only Bazel 4.2.3
-runs here, so tests/support/bazel9_symbols.py reads the sources' tokens; these tests also show it
+or loads what Bazel 8 made a failing stub (`@bazel_tools//tools/python`). Bazel 8 and 9 do
+not run here, so tests/support/bazel9_symbols.py reads the sources' tokens; these tests also show it
 catches a planted violation and ignores names in comments and strings."""
 
 from __future__ import annotations
@@ -137,15 +137,19 @@ def test_generated_sdk_build_file_loads_what_it_uses(tmp_path: pathlib.Path) -> 
     (text,) = eval_json(
         tmp_path,
         f"""\
-load("//rules_cuda_split/private/repositories:sdk_repository.bzl", "sdk_build_file")
+load(
+    "//rules_cuda_split/private/repositories:sdk_build.bzl",
+    "fill_template",
+    "sdk_build_substitutions",
+)
 TEMPLATE = {json.dumps(template)}
-print(json.encode([sdk_build_file(TEMPLATE, struct(
+print(json.encode([fill_template(TEMPLATE, sdk_build_substitutions(struct(
     path = "/sdk", source = "$CUDA_PATH", version = "13.0.88", include_dir = "include",
     lib_dir = "lib", libnvvm = ["lib/libnvvm.so.4"],
     shared_libs = {{"cublas": ["lib/libcublas.so.13", "lib/libcublasLt.so.13"]}},
     real_archs = ["sm_90"], virtual_archs = ["compute_90"],
     exec_constraints = ["@platforms//os:linux"],
-))]))
+)))]))
 """,
     )
     assert "cc_library(" in text

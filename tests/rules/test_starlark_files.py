@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from conftest import cuda_wheels as cvt
-from support.starlark_util import REPO, run_starlark
+from support.starlark_util import REPO, run_starlark, sdk_targets
 
 Call = dict[str, object]
 
@@ -212,6 +212,8 @@ def test_workspace_and_module_declare_the_same_sdk_and_toolchain(tmp_path: pathl
 # The SDK repository's pure helpers (the repository rule itself needs Bazel).
 
 _SDK_BZL = "//rules_cuda_split/private/repositories:sdk_repository.bzl"
+_LOOK_BZL = "//rules_cuda_split/private/repositories:sdk_lookup.bzl"
+_BUILD_BZL = "//rules_cuda_split/private/repositories:sdk_build.bzl"
 _SDK_TEMPLATE = (
     REPO / "rules_cuda_split" / "private" / "repositories" / "sdk.BUILD.tpl"
 ).read_text()
@@ -252,7 +254,7 @@ def _search(
     out, _ = _star(
         tmp_path,
         f"""\
-        load("{_SDK_BZL}", "bad_sdk_message", "not_found_message", "sdk_candidates", "search_sdk")
+        load("{_LOOK_BZL}", "bad_sdk_message", "not_found_message", "sdk_candidates", "search_sdk")
         found = search_sdk(
             sdk_candidates({path_attr!r}, {environ!r}, {nvcc!r}, ["/usr/local/cuda"]),
             {probes!r},
@@ -344,10 +346,9 @@ def test_a_wrapper_nvcc_on_path_is_passed_over(tmp_path: pathlib.Path) -> None:
         probes={"/usr/local": "no_profile", "/usr/local/cuda": "sdk"},
     )
     assert (found["path"], found["source"], found["bad"]) == ("/usr/local/cuda", "default path", "")
-    sdk_bzl = (
-        REPO / "rules_cuda_split" / "private" / "repositories" / "sdk_repository.bzl"
-    ).read_text()
-    assert "print(" not in sdk_bzl
+    for name in ("sdk_lookup.bzl", "sdk_repository.bzl"):
+        text = (REPO / "rules_cuda_split" / "private" / "repositories" / name).read_text()
+        assert "print(" not in text, name
 
 
 def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Path) -> None:
@@ -378,77 +379,30 @@ def test_not_found_message_lists_every_place_and_how_to_fix(tmp_path: pathlib.Pa
 
 # The generated BUILD file: run it, with Bazel's rules as stubs, and read its targets.
 
-EXPECTED_TARGETS = {
-    "nvcc": "alias",
-    "nvcc_profile": "alias",
-    "cudafe": "alias",
-    "cicc": "alias",
-    "ptxas": "alias",
-    "fatbinary": "alias",
-    "tileiras": "filegroup",
-    "nvlink": "alias",
-    "bin2c": "alias",
-    "link_stub": "alias",
-    # The tools table's file groups (model/tools.bzl), the toolkit's attributes.
-    **{
-        f"{tool}_files": "filegroup"
-        for tool in [
-            "nvcc",
-            "headers",
-            "host_headers",
-            "cudafe",
-            "cicc",
-            "ptxas",
-            "tileiras",
-            "fatbinary",
-            "nvlink",
-            "link_stub",
-        ]
-    },
-    "headers": "filegroup",
-    "host_headers": "filegroup",
-    "nvvm": "filegroup",
-    "libdevice": "filegroup",
-    "libnvvm": "filegroup",
-    "compiler_files": "filegroup",
-    "link_files": "filegroup",
-    "cuda_headers": "cc_library",
-    "cudart_static": "cc_library",
-    "cudadevrt": "cc_library",
-    "cudart_shared": "cc_library",
-    # rules_cuda's names (docs/migrating-from-rules_cuda.md).
-    "cuda_runtime": "alias",
-    "cuda_runtime_static": "alias",
-    "thrust": "alias",
-    "cub": "alias",
-    "libcudacxx": "alias",
-    "cublas": "cc_library",
-    # The library targets this SDK lacks: each fails naming the component to add.
-    **{
-        name: "cuda_component_missing"
-        for name in (
-            "cufft",
-            "curand",
-            "cusparse",
-            "cusolver",
-            "cupti",
-            "nvrtc",
-            "nvjitlink",
-            "nvtx",
+
+def _expected_targets(tmp_path: pathlib.Path, made: list[str]) -> dict[str, str]:
+    """The table's targets (sdk_targets.bzl) by kind, for an SDK that has the libraries
+    `made`: the others are `cuda_component_missing` targets naming the component."""
+    table = sdk_targets(tmp_path)
+    return {
+        name: (
+            "cuda_component_missing"
+            if name in table["libraries"] and name not in made
+            else target["kind"]
         )
-    },
-    "toolkit": "cuda_toolkit",
-    "toolchain_impl": "cuda_toolchain",
-    "toolchain": "toolchain",
-}
+        for name, target in table["targets"].items()
+    }
 
 
 def _generated_build(tmp_path: pathlib.Path, layout: dict) -> list[Call]:
     out, _ = _star(
         tmp_path,
         f"""\
-        load("{_SDK_BZL}", "sdk_build_file")
-        print(sdk_build_file({json.dumps(_SDK_TEMPLATE)}, struct(**{layout!r})))
+        load("{_BUILD_BZL}", "fill_template", "sdk_build_substitutions")
+        print(fill_template(
+            {json.dumps(_SDK_TEMPLATE)},
+            sdk_build_substitutions(struct(**{layout!r})),
+        ))
         """,
     )
     build = tmp_path / "BUILD.bazel"
@@ -478,8 +432,11 @@ WHEEL_LAYOUT = {
 
 
 def test_generated_build_has_the_documented_targets(tmp_path: pathlib.Path) -> None:
+    """Every target of the table (sdk_targets.bzl), of its kind, and no other: the table
+    is what the hub aliases and docs/sdk.md lists (tests/rules/test_sdk_targets.py)."""
     targets = _targets(_generated_build(tmp_path, WHEEL_LAYOUT))
-    assert {name: c["fn"] for name, c in targets.items()} == EXPECTED_TARGETS
+    expected = _expected_targets(tmp_path, list(WHEEL_LAYOUT["shared_libs"]))
+    assert {name: c["fn"] for name, c in targets.items()} == expected
 
     assert targets["nvcc"]["kwargs"]["actual"] == "bin/nvcc"
     assert targets["cudafe"]["kwargs"]["actual"] == "bin/cudafe++"
@@ -593,6 +550,7 @@ def test_generated_build_links_a_library_with_what_it_needs(tmp_path: pathlib.Pa
 _BZL_PACKAGES = [
     "cuda",
     "rules_cuda_split",
+    "rules_cuda_split/private",  # compat.bzl
     *sorted(
         str(p.relative_to(REPO))
         for p in (REPO / "rules_cuda_split" / "private").iterdir()

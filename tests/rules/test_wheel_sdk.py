@@ -1,5 +1,5 @@
 """The hermetic SDK: NVIDIA's wheels fetched by the rules
-(rules_cuda_split/private/repositories/wheel_sdk.bzl).
+(rules_cuda_split/private/repositories/wheel_sdk.bzl, its table logic wheel_table.bzl).
 
 Without Bazel: the checked-in version table
 (rules_cuda_split/private/repositories/cuda_versions.bzl) and the script that writes it
@@ -42,7 +42,8 @@ from support.starlark_util import eval_json
 CACHE = pathlib.Path(os.environ.get("CUDA_SPLIT_WHEEL_CACHE", REPO / ".cache" / "cuda-wheels"))
 VERSIONS = ("13.0", "13.5")  # 13.5 knows sm_107, 13.0 does not
 PLATFORM = "linux-x86_64"
-WHEEL_BZL = "//rules_cuda_split/private/repositories:wheel_sdk.bzl"
+WHEEL_BZL = "//rules_cuda_split/private/repositories:wheel_table.bzl"
+HOST_BZL = "//rules_cuda_split/private/repositories:host.bzl"
 
 
 def _table() -> dict:
@@ -225,9 +226,10 @@ def test_redistrib_json_is_read_into_the_table_shape(tmp_path: pathlib.Path) -> 
 def test_host_platform_and_component_libs(tmp_path: pathlib.Path) -> None:
     out = eval_json(
         tmp_path,
-        f'load("{WHEEL_BZL}", "host_platform", "component_libs", "repo_suffix")\n'
-        "print(json.encode([host_platform('linux', 'x86_64'), host_platform('linux', 'aarch64'),\n"
-        "    host_platform('linux', 'ppc64le'), host_platform('mac os x', 'x86_64'),\n"
+        f'load("{WHEEL_BZL}", "component_libs", "repo_suffix")\n'
+        f'load("{HOST_BZL}", "wheel_platform")\n'
+        "print(json.encode([wheel_platform('linux', 'amd64'), wheel_platform('linux', 'aarch64'),\n"
+        "    wheel_platform('linux', 'ppc64le'), wheel_platform('mac os x', 'x86_64'),\n"
         "    component_libs('cufft', ['libcufft.so.12', 'libcufft.so.12.0.0.61',\n"
         "                             'libcufftw.so.12']),\n"
         "    component_libs('curand', ['libcufft.so.12']), repo_suffix('13.0'),\n"

@@ -2,6 +2,8 @@
 Bazel 7 writes `@@//pkg:name`), `@repo//pkg:name` elsewhere, a module's repository by its
 module name (`@rules_cuda_split`, not its canonical `@@rules_cuda_split~`)."""
 
+load("//rules_cuda_split/private:compat.bzl", "module_repo_name")
+
 def label_text(label):
     """`label` (a Label, or anything with `workspace_name`, `package` and `name`) as text.
 
@@ -11,8 +13,5 @@ def label_text(label):
     Returns:
       string.
     """
-    repo = label.workspace_name
-    if repo.endswith("~") or repo.endswith("+"):
-        # A module's own repository: `<module>~` (Bazel 7), `<module>+` (Bazel 8).
-        repo = repo[:-1]
+    repo = module_repo_name(label.workspace_name)
     return "%s//%s:%s" % ("@" + repo if repo else "", label.package, label.name)

@@ -1,7 +1,7 @@
 """The SDK's tools, one entry each: what an action running the tool reads.
 
 The one list behind the SDK repository's file groups (`<tool>_files` in sdk.BUILD.tpl,
-through `sdk_build_file`), the attributes of `cuda_toolkit` and its
+through `sdk_build_substitutions`), the attributes of `cuda_toolkit` and its
 `CudaToolkitInfo.tools`, and Buck2's `sdk_files` (`cuda_sdk_globs`). The keys are the
 names plan.bzl's ACTIONS give in `sdk_files`. Adding a tool is one entry here.
 

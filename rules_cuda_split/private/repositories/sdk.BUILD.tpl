@@ -20,10 +20,14 @@ alias(name = "ptxas", actual = "bin/ptxas")
 
 alias(name = "fatbinary", actual = "bin/fatbinary")
 
-# nvcc's tile compiler (--enable-tile, --tile-only); empty for an SDK without it.
+# nvcc's tile compiler (--enable-tile, --tile-only); empty for an SDK without it
+# (allow_empty: see private/compat.bzl on empty globs).
 filegroup(
     name = "tileiras",
-    srcs = glob(["bin/tileiras"]),
+    srcs = glob(
+        ["bin/tileiras"],
+        allow_empty = True,
+    ),
 )
 
 alias(name = "nvlink", actual = "bin/nvlink")

@@ -11,6 +11,7 @@ it. It fails naming the component and the attribute to add it with (Bazel itself
 """
 
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
+load("//rules_cuda_split/private/repositories:sdk_targets.bzl", "SDK_LIBRARIES")
 load("//rules_cuda_split/private/rules:settings.bzl", "CudaVersionSettingInfo")
 
 def _cuda_version_missing_impl(ctx):
@@ -41,12 +42,9 @@ cuda_version_missing = rule(
     },
 )
 
-# The component that brings each library target, where the target's name is not it.
-_COMPONENT_OF = {"cudart_shared": "cudart"}
-
 def _cuda_component_missing_impl(ctx):
     name = ctx.label.name
-    component = _COMPONENT_OF.get(name, name)
+    component = SDK_LIBRARIES[name].component if name in SDK_LIBRARIES else name
     fail(("@%s//:%s: this SDK, %s, has no %s. For NVIDIA's wheels add it to the SDK's " +
           "components: components = [\"%s\"] on the `cuda` extension's wheel_sdk tag in " +
           "MODULE.bazel (rules_cuda_split_wheel_toolchains in WORKSPACE); for an SDK on the " +

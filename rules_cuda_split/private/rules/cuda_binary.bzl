@@ -126,7 +126,7 @@ def _cuda_executable(name, deps, host_srcs_as_cuda, kwargs, cc_rule, wrapper):
             gpu = gpu,
             require = gpu_require,
             subject = "cuda_test %s//%s:%s" % (
-                "" if native.repository_name() == "@" else native.repository_name(),
+                "@" + native.repo_name() if native.repo_name() else "",
                 native.package_name(),
                 name,
             ),
