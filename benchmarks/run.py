@@ -75,6 +75,7 @@ SCENARIOS = {
     "project": "project",  # Bazel split and mono on N workers, from the real action graphs
     "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
     "summary": "results",  # full result files rewritten as their summaries
+    "one-arch": "one_arch",  # nvcc-split against plain nvcc for one arch (and 5 vs nvcc -t 5)
 }
 
 

@@ -276,3 +276,23 @@ def test_what_a_step_sent_to_the_workers_runs_here_waits_for_a_slot(tmp_path) ->
     other.close()
     with held_slot(None):  # no pool (a jobserver, --load-average): nothing to wait for
         pass
+
+
+def test_one_device_chain_takes_no_slot_pool(sdk, tmp_path) -> None:
+    """One arch: no slot pool (its steps beyond the first only while cores are idle)."""
+    pool = tmp_path / "pool"
+    args = ["-ccbin", "/usr/bin/gcc", "-I.", "-arch=sm_90", "-c", "examples/saxpy/saxpy.cu"]
+    argv = [sys.executable, "-m", "cuda_split.driver", "--nvcc", str(sdk / "bin" / "nvcc")]
+    argv += ["--no-cache", "--verbose", "--slot-pool", str(pool), "--"]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    proc = subprocess.run(
+        [*argv, *args, "-o", str(tmp_path / "x.o")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "one device chain: no slot pool" in proc.stderr
+    assert "slot of" not in proc.stderr and not pool.exists()
+    assert (tmp_path / "x.o").stat().st_size > 0

@@ -20,7 +20,7 @@ from cuda_split.core import time_trace
 from cuda_split.driver import jobserver as jobserverlib
 from cuda_split.driver import time_traces
 from cuda_split.driver.common import Unsplittable, append_json_line, say
-from cuda_split.driver.dag import build_dag
+from cuda_split.driver.dag import build_dag, single_chain
 from cuda_split.driver.executor import load_limit, open_pool
 from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dependency_text
 from cuda_split.driver.options import (
@@ -30,7 +30,6 @@ from cuda_split.driver.options import (
     parse_driver_args,
     split_command_line,
 )
-from cuda_split.driver.reports import graph_text, table_rows, write_table
 from cuda_split.driver.runner import Runner
 
 
@@ -47,6 +46,8 @@ def passthrough(opts: Options, args: Sequence[str], why: str) -> int:
         except OSError as e:  # checked at the start, but it may still fail to run
             say(f"cannot run {opts.nvcc}: {e.strerror}")
             return 1
+    from cuda_split.driver.reports import write_table  # --table, --graph only
+
     start = time.monotonic()
     try:
         rc = subprocess.run(argv, check=False).returncode
@@ -171,7 +172,11 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
                 f"splitting {src} into {len(nodes)} steps on make's jobserver "
                 f"({jobserver.auth}: one step, plus one per token{bound})"
             )
-        pool = open_pool(opts, jobserver)
+        # One device chain: no slot pool. Its steps beyond the first start only on idle
+        # cores (the load limit), so a build that fills the cores runs each such compile
+        # as plain nvcc does, with no wait for a slot between its steps (docs/driver.md).
+        one_chain = single_chain(nodes) and not opts.remote_exec
+        pool = None if one_chain else open_pool(opts, jobserver)
         if opts.verbose and pool is not None:
             say(
                 f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers, "
@@ -180,7 +185,10 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
         elif opts.verbose and jobserver is None:
             limit = load_limit(opts, jobserver)
             held = f" (beyond one, while fewer than {limit:g} tasks are runnable)" if limit else ""
-            say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}")
+            why = ""
+            if one_chain and opts.slot_pool is not None:
+                why = ", one device chain: no slot pool"
+            say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}{why}")
         runner = Runner(opts, src, work_dir, plan, files)
         try:
             rc = runner.run_all(nodes, jobserver, pool)
@@ -215,6 +223,8 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
         for n in nodes:
             if n.cache != "off":
                 say(f"explain {os.path.basename(src)} {n.label}: {n.explain}")
+    if opts.table or opts.graph:
+        from cuda_split.driver.reports import graph_text, table_rows, write_table
     if opts.table:
         write_table(opts.table, table_rows(src, nodes), opts.table_append)
     if opts.graph:

@@ -94,6 +94,20 @@ def build_dag(
     return nodes, files
 
 
+def single_chain(nodes: Sequence[Node]) -> bool:
+    """Whether the plan has one device chain (one device preprocess, one cicc, at most one
+    ptxas: one arch, as a developer builds for their own GPU). Such a compile has nothing
+    of its own to run side by side but its host preprocess and cudafe++ beside the chain:
+    when the build already keeps the cores busy it runs as nvcc does, one step at a time.
+    """
+    kinds = [n.step.kind for n in nodes]
+    return (
+        kinds.count(planlib.DEVICE_PREPROCESS) == 1
+        and kinds.count(planlib.CICC) == 1
+        and kinds.count(planlib.PTXAS) <= 1
+    )
+
+
 def role_file_name(role: str) -> str:
     """A file name for a role that keeps the suffix tools look at (cicc takes only
     `.i`/`.ii`/... inputs): `ptx:compute_90` -> `compute_90.ptx`."""

@@ -19,7 +19,6 @@ from cuda_split.driver.executor import held_slot, load_limit, run_dag, sizes
 from cuda_split.driver.options import Options
 from cuda_split.driver.preprocess import Texts
 from cuda_split.driver.preprocess_cache import PREPROCESS_KINDS, PreprocessCache
-from cuda_split.driver.reports import trace_record
 from cuda_split.driver.step_cache import CACHED_KINDS, StepCache, connect_remote
 from cuda_split.driver.step_keys import StepKeys
 
@@ -87,6 +86,8 @@ class Runner:
     def trace_step(self, node: Node, start: float, end: float) -> None:
         """Append the step's JSON line to --trace (one write, O_APPEND: the lines of the
         build's processes do not mix). A trace that cannot be written is a warning."""
+        from cuda_split.driver.reports import trace_record  # --trace only
+
         record = trace_record(self.source, node, start, end, sizes(node))
         try:
             append_json_line(self.opts.trace, record)
