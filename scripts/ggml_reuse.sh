@@ -7,7 +7,10 @@
 #   (i)   A: -c opt, the five archs of benchmarks/ (sm_75..sm_90); B: -c opt, sm_90 only;
 #   (iii) A: (i)'s B; then a host-only edit in HEAVY (a function inserted after its
 #         #includes: the lines of every kernel move); B: -c opt, sm_90;
-#   (ii)  A: -c fastbuild, sm_90; B: -c dbg, sm_90 (host flags only).
+#   (ii)  A: -c fastbuild, sm_90; B: -c dbg, sm_90 (host flags only);
+#   (iv)  A: -c opt, sm_90; B: -c dbg, sm_90 (not in the default cases; with
+#         GGML_REUSE_FLAGS=--experimental_output_paths=strip: docs/reuse.md, "Across
+#         configurations").
 # Per build B it prints hits/actions per mnemonic and B's wall, and leaves
 # `cuda-split explain` tables (why each CUDA action missed) in WORK/<mode>-<case>.explain.txt.
 #
@@ -24,7 +27,8 @@
 #   GGML_REUSE_MODES=split GGML_REUSE_CASES="i iii" bash scripts/ggml_reuse.sh
 # Env: GGML_REUSE_SEED, GGML_REUSE_N, GGML_REUSE_HEAVY, GGML_REUSE_MODES ("split mono"),
 # GGML_REUSE_CASES ("i iii ii"), GGML_REUSE_OB (output base), GGML_REUSE_JOBS (2),
-# GGML_REUSE_WORK, GGML_REUSE_SKIP (e.g. "split-i mono-ii": pairs not to build).
+# GGML_REUSE_WORK, GGML_REUSE_SKIP (e.g. "split-i mono-ii": pairs not to build),
+# GGML_REUSE_FLAGS (more Bazel flags for every build, split at spaces).
 # Every Bazel command runs at `nice -n 19`. Run it from a checkout nobody edits meanwhile
 # (e.g. `git archive HEAD | tar -x -C DIR`, with .bazelrc.user, .venv and .cache/corpus):
 # the split's tools are inputs of its actions, so a commit between A and B misses them all.
@@ -85,8 +89,9 @@ echo "sample (seed $seed: $n of the 69 plain ggml-cuda sources; HEAVY $heavy): $
 } >"$src/BUILD.bazel"
 
 bz() { nice -n 19 bazel --output_base="$ob" "$@"; }
+read -r -a extra <<<"${GGML_REUSE_FLAGS:-}"
 common=(--jobs="$jobs" --override_repository=ggml="$src" --materialize_param_files
-    --noshow_progress)
+    --noshow_progress "${extra[@]}")
 
 # build NAME MODE CACHE FLAGS...: one build of the sample, its execution log WORK/NAME.json
 # (params saved beside it for explain); prints its wall.
@@ -195,8 +200,16 @@ static int ggml_reuse_host_only_edit(int x) { return x + 1; }" "$heavy_file"
             build "$mode-ii-B" "$mode" "$cache" -c dbg --//cuda:archs=sm_90
             report "$mode-ii-A" "$mode-ii-B"
             ;;
+        iv)
+            fresh "$cache"
+            bz clean
+            build "$mode-iv-A" "$mode" "$cache" -c opt --//cuda:archs=sm_90
+            bz clean
+            build "$mode-iv-B" "$mode" "$cache" -c dbg --//cuda:archs=sm_90
+            report "$mode-iv-A" "$mode-iv-B"
+            ;;
         *)
-            echo "unknown case '$c' (accepted: i, ii, iii)" >&2
+            echo "unknown case '$c' (accepted: i, ii, iii, iv)" >&2
             exit 2
             ;;
         esac

@@ -355,12 +355,13 @@ def notes(
     """What the counts leave out: actions of OLD not in NEW's log, and, where NEW's log
     holds no cache hit at all, that hits are logged only with a disk or remote cache."""
     lines = []
-    seen = {(r.mnemonic, r.output) for r in rows}
+    # By outputs with the configuration left out: `-c dbg`'s action is `-c opt`'s.
+    seen = {(r.mnemonic, portable_path(r.output)) for r in rows}
     gone = [
         s
         for s in (Spawn(r) for r in old_raw)
         if s.mnemonic.startswith("Cuda")
-        and (s.mnemonic, s.outputs[0] if s.outputs else "") not in seen
+        and (s.mnemonic, portable_path(s.outputs[0]) if s.outputs else "") not in seen
     ]
     if gone:
         lines.append(
