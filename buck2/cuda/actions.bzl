@@ -8,6 +8,7 @@ only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `wri
 `run`).
 """
 
+load("//rules_cuda_split/private/model:flags.bzl", "without_preprocessor_options")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
@@ -116,6 +117,7 @@ def compile_source(
         nvcc_flags,
         headers,
         device_nvcc_flags = None,
+        include_flags = [],
         target = None):
     """Emits the split actions compiling `src`, one per step and arch.
 
@@ -129,7 +131,9 @@ def compile_source(
       headers: list[Artifact], headers the source may include.
       device_nvcc_flags: the flags of the actions that run no host compiler step (plan.bzl's
         ACTIONS `host_compiler`): `nvcc_flags` less the host compiler's own. Default:
-        `nvcc_flags`.
+        `nvcc_flags`. cicc and ptxas get them less the preprocessor's options too.
+      include_flags: list of cmd_args, the `-I` flags, after every other flag of each
+        action but cicc's and ptxas' (as the Bazel rules pass them).
       target: string, the name its files live under (default: the target's).
 
     Returns:
@@ -172,7 +176,11 @@ def compile_source(
         flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
             device_nvcc_flags
         )
-        flags = flags + seed
+        device_only = [k for k in action.kinds if k not in (CICC, PTXAS)] == []
+        if device_only:
+            # nvcc's plan for cicc and ptxas reads no preprocessor option.
+            flags = without_preprocessor_options(flags)
+        flags = flags + seed + ([] if device_only else include_flags)
         inputs = [files[r] for r in action.inputs]
         if ACTIONS[key].reads_source:
             inputs += [src] + headers

@@ -244,8 +244,8 @@ def _library_parts(ctx, toolchain, *, srcs, target):
         [d.include_dirs for d in deps],
         direct_first = True,
     )
-    flags.append(cmd_args(ctx.label.cell_root, format = "-I{}"))
-    flags += [cmd_args(ctx.label.cell_root, format = "-I{}/" + d) for d in include_dirs]
+    includes = [cmd_args(ctx.label.cell_root, format = "-I{}")]
+    includes += [cmd_args(ctx.label.cell_root, format = "-I{}/" + d) for d in include_dirs]
     if ctx.attrs.rdc:
         flags.append("-rdc=true")
 
@@ -265,6 +265,7 @@ def _library_parts(ctx, toolchain, *, srcs, target):
             groups = groups,
             nvcc_flags = language + copts + host_copts + flags + pic,
             device_nvcc_flags = language + without_host_options(copts) + flags,
+            include_flags = includes,
             headers = private_headers + headers,
             target = target,
         ))

@@ -118,7 +118,16 @@ def _per_arch_list_impl(ctx):
                 "per_arch: the device preprocess for %s names only it" % arch,
             )
     for action in analysistest.target_actions(env):
-        if action.mnemonic.startswith("Cuda"):
+        if action.mnemonic in ("CudaCicc", "CudaPtxas"):
+            # The preprocessor's options reach neither tool (the device preprocess's
+            # output carries them).
+            asserts.equals(
+                env,
+                [],
+                [a for a in action.argv if a.startswith(("--nvcc-flag=-D", "--nvcc-flag=-I"))],
+                "%s passes no -D or -I" % action.mnemonic,
+            )
+        elif action.mnemonic.startswith("Cuda"):
             for define in ["CUB_DISABLE_NAMESPACE_MAGIC", "THRUST_DISABLE_ABI_NAMESPACE"]:
                 asserts.true(
                     env,

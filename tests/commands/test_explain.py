@@ -442,7 +442,7 @@ def test_json_on_stdout_for_tools(
     assert explain.main([*args, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {tuple(sorted(r)) for r in rows} == {
-        ("arch", "hit", "mnemonic", "output", "reasons", "runner", "source", "target")
+        ("arch", "hit", "mapping", "mnemonic", "output", "reasons", "runner", "source", "target")
     }
     assert {(r["target"], r["mnemonic"], r["arch"], r["hit"]) for r in rows} == {
         ("//pkg:lib", "CudaDevicePreprocess", "compute_90", False),
@@ -544,3 +544,102 @@ def test_a_step_of_every_arch_is_matched_when_the_archs_changed(
     assert row["target"] == "//pkg:lib" and row["arch"] == "" and row["source"] == "pkg/x.cu"
     (reason,) = row["reasons"]
     assert "its digest differs" in reason, reason
+
+
+# ------------------------------------------------------------------------------------
+# path mapping (--experimental_output_paths=strip): -c opt, then -c dbg
+
+
+def _mapped(spawn: dict[str, object]) -> dict[str, object]:
+    """`spawn` as path mapping logs it: `bazel-out/cfg/` in its command line and inputs,
+    its listed outputs unmapped."""
+    cfg = re.compile(r"bazel-out/k8-[\w-]+/")
+    spawn["commandArgs"] = [cfg.sub("bazel-out/cfg/", a) for a in spawn["commandArgs"]]  # type: ignore[attr-defined]
+    for i in spawn["inputs"]:  # type: ignore[attr-defined]
+        i["path"] = cfg.sub("bazel-out/cfg/", i["path"])
+    return spawn
+
+
+def _in_mode(mode: str, mapped: bool, *, hit: bool, runner: str = "") -> list[dict[str, object]]:
+    out = f"bazel-out/k8-{mode}/bin/pkg/_cuda/lib/x"
+    ptxas = _spawn(
+        "CudaPtxas",
+        [f"{out}/x.sm_90.cubin"],
+        f"{out}/x.sm_90.cubin-0.params",
+        {f"{out}/x.compute_90.ptx": "ptx"},
+        hit=hit,
+    )
+    # Bazel 7's params digests: the same file content in both modes once mapped.
+    ptxas["inputs"][0]["digest"]["hash"] = "params-ptxas"  # type: ignore[index]
+    if runner:
+        ptxas["runner"] = runner
+    return [_mapped(ptxas) if mapped else ptxas]
+
+
+def test_explain_names_a_hit_through_path_mapping() -> None:
+    old = [execlog.Spawn(s) for s in _in_mode("opt", True, hit=False)]
+    new = [execlog.Spawn(s) for s in _in_mode("dbg", True, hit=True)]
+    assert new[0].mapped and new[0].configurations == ["k8-dbg"]
+    (row,) = explain.explain(old, new)
+    assert row.hit and row.arch == "sm_90"
+    assert row.mapping == (
+        "hit through path mapping: its command line names bazel-out/cfg/; the other "
+        "build's outputs are in k8-opt, this build's in k8-dbg"
+    )
+    text = explain.format_table([row], width=200)
+    assert "hits through path mapping" in text and " 1/1" in text.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("runner", "why"),
+    [
+        ("local", "it ran with the local strategy"),
+        ("linux-sandbox", "the action declares no supports-path-mapping"),
+    ],
+)
+def test_explain_says_why_path_mapping_was_off(runner: str, why: str) -> None:
+    old = [execlog.Spawn(s) for s in _in_mode("opt", False, hit=False)]
+    new = [execlog.Spawn(s) for s in _in_mode("dbg", False, hit=False, runner=runner)]
+    (row,) = explain.explain(old, new)
+    assert not row.hit
+    assert row.mapping.startswith(
+        "path mapping was off for this action (the other build's outputs are in k8-opt, "
+        "this build's in k8-dbg): " + why
+    ), row.mapping
+    # Matched by its outputs in the other configuration: the reasons say what differs.
+    assert any("arguments" in r or "params" in r for r in row.reasons), row.reasons
+
+
+def test_explain_says_colliding_inputs_kept_mapping_off() -> None:
+    old = [execlog.Spawn(s) for s in _in_mode("opt", False, hit=False)]
+    raw = _in_mode("dbg", False, hit=False)
+    # One input of the dbg configuration and the same path of the opt one.
+    raw[0]["inputs"].append(  # type: ignore[attr-defined]
+        {"path": "bazel-out/k8-opt/bin/pkg/_cuda/lib/x/x.compute_90.ptx", "digest": {"hash": "o"}}
+    )
+    (row,) = explain.explain(old, [execlog.Spawn(s) for s in raw])
+    assert "inputs of two configurations collide once mapped" in row.mapping, row.mapping
+    assert "bazel-out/cfg/bin/pkg/_cuda/lib/x/x.compute_90.ptx" in row.mapping
+
+
+def test_explain_reads_a_mapped_params_file_where_bazel_wrote_it(tmp_path: pathlib.Path) -> None:
+    """Under path mapping the log names `bazel-out/cfg/.../x-0.params`; Bazel writes it in
+    the action's own configuration (that of its outputs)."""
+    params = "--kind\nptxas\n--arch\nsm_90\n--src\npkg/x.cu\n"
+    written = "bazel-out/k8-dbg/bin/pkg/_cuda/lib/x/x.sm_90.cubin-0.params"
+    root = _execroot(tmp_path, {written: params})
+    (raw,) = _in_mode("dbg", True, hit=False)
+    raw["inputs"][0]["digest"] = {  # type: ignore[index]
+        "hash": hashlib.sha256(params.encode()).hexdigest(),
+        "sizeBytes": str(len(params)),
+    }
+    spawn = execlog.Spawn(raw, execroot=str(root))
+    assert spawn.params_file() == (str(root / written), "")
+    assert spawn.source == "pkg/x.cu"
+
+
+def test_explain_says_nothing_of_mapping_within_one_configuration() -> None:
+    old = [execlog.Spawn(s) for s in _in_mode("opt", True, hit=False)]
+    new = [execlog.Spawn(s) for s in _in_mode("opt", True, hit=True)]
+    (row,) = explain.explain(old, new)
+    assert row.hit and row.mapping == ""

@@ -39,6 +39,7 @@ from conftest import checkout_sdk
 from cuda_split.commands.execlog import cache_hit, read_log, save_params
 from reapi.backend import Backend, backend_for_tests, free_port
 from support.bazel_util import REPO, bazel, build_outputs, checkout_copy
+from support.path_mapping import hits_by_mnemonic, unchanged_misses
 
 pytestmark = pytest.mark.bazel
 
@@ -894,3 +895,33 @@ def _assert_no_paths(name: str, outputs: dict[str, bytes], roots: list[str]) -> 
             continue
         for leak in [r.encode() for r in roots] + [b"/sandbox/", b"/execroot/"]:
             assert leak not in data, f"{name}: {rel} contains {leak!r}"
+
+
+# ------------------------------------------------------------------------------------
+# path mapping across configurations, on the remote cache
+
+
+def test_path_mapping_shares_across_modes(
+    backend: Backend, checkouts: Checkouts, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`-c opt`, then `-c dbg` after `bazel clean`, both with --experimental_output_paths=
+    strip and the remote cache: every CUDA action whose key the opt build had (the same
+    command line, environment and input digests, from the logs) is a remote cache hit;
+    every ptxas and device-link step is (tests/rules/test_path_mapping.py: the same on a
+    disk cache, and why cicc misses here)."""
+    one, _, bases = checkouts
+    logs = tmp_path_factory.mktemp("path-mapping")
+    flags = ["--experimental_output_paths=strip", ARCHS + "sm_90", *backend.remote_cache_flags()]
+    targets = ["//examples/saxpy:saxpy", "//examples/dynamic_parallelism:dynamic_parallelism"]
+    opt, dbg = (
+        _build(one, bases["1"], logs / f"{m}.json", "-c", m, *flags, targets=targets, clean=True)
+        for m in ("opt", "dbg")
+    )
+    hits = hits_by_mnemonic(dbg.log)
+    print("remote cache, -c dbg after -c opt, hits/actions:", hits)
+    assert not unchanged_misses(opt.log, dbg.log)
+    link_steps = ("CudaNvlink", "CudaRegister", "CudaLinkFatbinary", "CudaLinkStub")
+    for mnemonic in ("CudaPtxas", *link_steps):
+        assert hits[mnemonic][0] == hits[mnemonic][1] > 0, (mnemonic, hits)
+    runners = {s["runner"] for s in _spawns(dbg.log) if s.get("cacheHit")}
+    assert runners == {"remote cache hit"}, runners

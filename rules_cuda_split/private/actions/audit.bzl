@@ -7,6 +7,7 @@
 """
 
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
+load("//rules_cuda_split/private/rules:common.bzl", "PATH_MAPPING")
 
 def _audit_main(audit_tool):
     """What `python3` runs of `//tools:audit`'s files: the audit package's `__main__.py`."""
@@ -60,6 +61,7 @@ def emit_audit(ctx, *, files, audit_tool, gpus, require, subject):
         mnemonic = "CudaAudit",
         progress_message = "Auditing fatbins of %s" % subject,
         use_default_shell_env = True,
+        execution_requirements = PATH_MAPPING,
     )
     return struct(report = report, status = status)
 
@@ -124,6 +126,7 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
         mnemonic = "CudaGpuCheck",
         progress_message = "Checking that a %s GPU runs %s" % (gpu, name),
         use_default_shell_env = True,
+        execution_requirements = PATH_MAPPING,
     )
     if fail_build:
         ctx.actions.run_shell(
@@ -139,7 +142,7 @@ def emit_gpu_check(ctx, *, files, audit_tool, gpu, require, subject, name, fail_
     ctx.actions.run_shell(
         command = 'status="$1"; shift; python3 -B -S -E "$@" 2>/dev/null; ' +
                   'rc=$?; [ "$rc" -le 1 ] || exit "$rc"; echo "$rc" > "$status"',
-        arguments = [status.path, args],
+        arguments = [ctx.actions.args().add(status), args],
         outputs = [message, status],
         **common
     )

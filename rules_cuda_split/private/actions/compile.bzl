@@ -6,7 +6,12 @@ step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
-load("//rules_cuda_split/private/model:flags.bzl", "options_not_in_version", "tile_mode")
+load(
+    "//rules_cuda_split/private/model:flags.bzl",
+    "options_not_in_version",
+    "tile_mode",
+    "without_preprocessor_options",
+)
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
@@ -67,6 +72,61 @@ def _seed_flags(ctx, src, nvcc_flags):
     rel = _source_rel(ctx, src)
     return random_seed_flags(nvcc_flags, ctx.label.package, ctx.label.name, rel)
 
+def _output_tree(path):
+    """(`bazel-out/<configuration>/bin`, the rest) of a path in an output tree.
+
+    None for any other path."""
+    parts = path.split("/", 3)
+    if len(parts) < 3 or parts[0] != "bazel-out" or parts[2] != "bin":
+        return None
+    return "/".join(parts[:3]), (parts[3] if len(parts) == 4 else "")
+
+def _root_path(f):
+    # Bazel's path mapping maps a File's root in map_each (`bazel-out/cfg/bin`).
+    return f.root.path
+
+def _include_anchors(include_dirs, own, headers):
+    """Output root -> a file under it, for the include directories in output trees.
+
+    `own` (an output of the action) for its root, a generated header for another's (a
+    dependency in another configuration)."""
+    anchors = {own.root.path: own}
+    roots = {}
+    for _, d in include_dirs:
+        tree = _output_tree(d)
+        if tree and tree[0] not in anchors:
+            roots[tree[0]] = True
+    if roots:
+        for f in headers.to_list():
+            if not f.is_source and f.root.path in roots and f.root.path not in anchors:
+                anchors[f.root.path] = f
+    return anchors
+
+def _include_args(args, include_dirs, anchors):
+    """Adds `--nvcc-flag=-I<dir>` (`-isystem <dir>`) for each of `include_dirs`.
+
+    A directory in an output tree (`bazel-out/k8-opt/bin/...`) goes through a `File` of its
+    root (`anchors`), so that Bazel's path mapping rewrites it as it rewrites the action's
+    files (`bazel-out/cfg/bin/...`); one with no file of its root among the action's
+    inputs and outputs (no header generated there) stays a string."""
+    for flag, d in include_dirs:
+        tree = _output_tree(d)
+        anchor = anchors.get(tree[0]) if tree else None
+        spelled = [flag, d] if flag == "-isystem" else [flag + d]
+        if anchor == None:
+            _flag_args(args, spelled)
+            continue
+        rest = ("/" + tree[1]).replace("%", "%%") if tree[1] else ""
+        if flag == "-isystem":
+            args.add("--nvcc-flag=-isystem")
+            flag = ""
+        args.add_all(
+            [anchor],
+            map_each = _root_path,
+            format_each = "--nvcc-flag=" + flag + "%s" + rest,
+            expand_directories = False,
+        )
+
 def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
@@ -102,7 +162,8 @@ def emit_compile_split(
         cc_toolchain,
         headers,
         device_nvcc_flags = None,
-        per_arch_list = False):
+        per_arch_list = False,
+        include_dirs = []):
     """Emits the split actions compiling `src`.
 
     With the build setting `//cuda:time_trace` on, every cicc and ptxas action also
@@ -128,6 +189,11 @@ def emit_compile_split(
         `nvcc_flags`.
       per_arch_list: each arch's device code sees only that arch in __CUDA_ARCH_LIST__
         (device_arch_list=per_arch).
+      include_dirs: list of (flag, directory), flag `-I` or `-isystem`: include
+        directories, passed after the nvcc flags of every action but cicc's and
+        ptxas' (which, as the preprocessor's other options, nvcc's plan for them does not
+        read). A directory in an output tree (`bazel-out/<configuration>/bin/...`) is
+        passed through a file of that tree, which Bazel's path mapping maps.
 
     Returns:
       struct(obj, files, ptx, cubins, fatbins, traces): the object, the files by role,
@@ -151,6 +217,11 @@ def emit_compile_split(
     for action in source_actions(steps):
         kind = ACTIONS[action.key]
         flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
+        device_only = [k for k in action.kinds if k not in (CICC, PTXAS)] == []
+        if device_only:
+            # cicc and ptxas read the device-preprocessed source and the PTX: the
+            # preprocessor's options reach neither tool.
+            flags = without_preprocessor_options(flags)
         outputs = [files[r] for r in action.outputs]
         trace = None
         if traced and action.kinds in ([CICC], [PTXAS]):
@@ -171,6 +242,8 @@ def emit_compile_split(
             nvcc_flags = action.nvcc_flags + flags + seed,
             time_trace = trace,
         )
+        if not device_only:
+            _include_args(args, include_dirs, _include_anchors(include_dirs, outputs[0], headers))
         direct = [files[r] for r in action.inputs]
         transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
         if kind.reads_source:
@@ -196,11 +269,20 @@ def emit_compile_split(
         traces = [files[r] for r in files if r.startswith("time_trace:")],
     )
 
-def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, headers):
+def emit_compile_mono(
+        ctx,
+        *,
+        src,
+        groups,
+        nvcc_flags,
+        toolchain,
+        cc_toolchain,
+        headers,
+        include_dirs = []):
     """Emits one action compiling `src` with nvcc's whole plan (rules_cuda's shape).
 
     Same arguments, seed and result as emit_compile_split, less `device_nvcc_flags` and
-    `per_arch_list`; nvcc's intermediate files are left in a directory output, and the
+    `per_arch_list` (`include_dirs` reach the one action); nvcc's intermediate files are left in a directory output, and the
     device files, for the output groups, in one directory each (`.ptx/`, `.cubin/`,
     `.fatbin/`): `ptx`, `cubins` and `fatbins` are those directories, and `files` has
     the `module_id` only.
@@ -218,12 +300,15 @@ def emit_compile_mono(ctx, *, src, groups, nvcc_flags, toolchain, cc_toolchain, 
     }
     action = ACTIONS[MONO]
     args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
-    args.add("--file=obj=%s" % obj.path)
-    args.add("--file=module_id=%s" % module_id.path)
-    args.add("--mono-dir", keep.path)
+    args.add(obj, format = "--file=obj=%s")
+    args.add(module_id, format = "--file=module_id=%s")
+
+    # Directories by their paths (Args#add refuses them; add_all maps them unexpanded).
+    args.add_all([keep], before_each = "--mono-dir", expand_directories = False)
     for kind, d in groups_dirs.items():
-        args.add("--mono-group=%s=%s" % (kind, d.path))
+        args.add_all([d], format_each = "--mono-group=%s=" % kind + "%s", expand_directories = False)
     _flag_args(args, [gencode(g) for g in groups] + nvcc_flags + _seed_flags(ctx, src, nvcc_flags))
+    _include_args(args, include_dirs, _include_anchors(include_dirs, obj, headers))
     run_step(
         ctx,
         args = args,

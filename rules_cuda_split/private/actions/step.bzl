@@ -8,7 +8,7 @@ and call `run_step` once per action.
 
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON_FLAGS")
-load("//rules_cuda_split/private/rules:common.bzl", "TOOLCHAIN_TYPE")
+load("//rules_cuda_split/private/rules:common.bzl", "PATH_MAPPING", "TOOLCHAIN_TYPE")
 
 # The interpreter is the toolchain's `python` field (default `python3`, from the action's
 # PATH: with --incompatible_strict_action_env, /bin:/usr/bin:/usr/local/bin), which
@@ -82,10 +82,13 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
             label_text(runner_label),
             RUNNER_MAIN,
         ))
+    launcher = ctx.actions.args()
+    launcher.add_all(RUNNER_PYTHON_FLAGS)
+    launcher.add(main[0])
     ctx.actions.run(
         # The toolchain's interpreter; the runner's launcher checks its version.
         executable = ctx.toolchains[TOOLCHAIN_TYPE].cuda.python,
-        arguments = RUNNER_PYTHON_FLAGS + [main[0].path, args],
+        arguments = [launcher, args],
         inputs = depset(runner, transitive = [inputs]),
         outputs = outputs,
         mnemonic = mnemonic,
@@ -93,4 +96,6 @@ def run_step(ctx, *, args, inputs, outputs, mnemonic, progress_message):
         # PATH for the interpreter and the host compiler's own tools (as, ld): with
         # --incompatible_strict_action_env, a fixed /bin:/usr/bin:/usr/local/bin.
         use_default_shell_env = True,
+        # Every path above is a File of `args`: Bazel's path mapping may map them.
+        execution_requirements = PATH_MAPPING,
     )

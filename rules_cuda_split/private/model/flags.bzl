@@ -212,3 +212,28 @@ def without_host_options(flags):
         if option.rules != "host":
             kept.extend(option.tokens)
     return kept
+
+# nvcc's preprocessor options: the host compiler's `-E` passes (host and device
+# preprocess) read them, and nothing after those passes does.
+_PREPROCESSOR_OPTIONS = ["define-macro", "undefine-macro", "include-path", "system-include", "pre-include"]
+
+def without_preprocessor_options(flags):
+    """`flags` less nvcc's preprocessor options, with their values.
+
+    The options: `-D`, `-U`, `-I`, `-isystem`, `-include`. The result: the flags of cicc
+    and ptxas, which read the device-preprocessed source and its PTX, and whose commands
+    nvcc plans the same without them (the device preprocess's output carries what they
+    change). A define or an include directory of
+    one configuration (`-DNDEBUG` under `-c opt`) then stays out of their keys.
+
+    Args:
+      flags: list[string], flags check_nvcc_flags accepted.
+
+    Returns:
+      list[string].
+    """
+    kept = []
+    for option in read_nvcc_options(flags):
+        if option.long not in _PREPROCESSOR_OPTIONS:
+            kept.extend(option.tokens)
+    return kept

@@ -26,6 +26,14 @@ CC_TOOLCHAIN_TYPE = "@bazel_tools//tools/cpp:toolchain_type"
 
 STEP_RULE_TOOLCHAINS = [TOOLCHAIN_TYPE, CC_TOOLCHAIN_TYPE]
 
+# The execution requirements of every action the rules emit: Bazel 7+'s path mapping
+# (`--experimental_output_paths=strip`) may rewrite `bazel-out/<configuration>/` to
+# `bazel-out/cfg/` in their command lines, params files and sandboxes, so an action whose
+# inputs are equal in two configurations (cicc and ptxas between `-c opt` and `-c dbg`)
+# has one cache key. Every path reaches the actions' command lines as a `File` through
+# `Args` (docs/reuse.md, "Across configurations"); an earlier Bazel ignores the key.
+PATH_MAPPING = {"supports-path-mapping": "1"}
+
 def setting_attr(setting, provider, doc):
     """A private attribute: the build setting `//cuda:<setting>`, read through `provider`."""
     return attr.label(default = Label("//cuda:" + setting), providers = [provider], doc = doc)

@@ -129,28 +129,39 @@ def _not_sdk(dirs, sdk_root):
             kept.append(d)
     return kept
 
-def _include_flags(compilation_context, toolchain):
-    """-I/-isystem flags of the merged compilation context, the SDK's own left out."""
-    sdk_root = toolchain.toolkit.nvcc.dirname.rpartition("/")[0]
+def _include_dirs(compilation_context, toolchain):
+    """The include directories of the merged compilation context, the SDK's own left out.
+
+    As (flag, directory) pairs for compile.bzl's `include_dirs` (which passes those
+    in an output tree through a `File`, so that Bazel's path mapping maps them)."""
+    sdk_root = toolchain.toolkit.nvcc.short_path.rpartition("/")[0].rpartition("/")[0]
+    if sdk_root.startswith("../"):
+        sdk_root = "external/" + sdk_root[len("../"):]
 
     # nvcc has no -iquote; -I also serves `#include "..."`.
-    flags = ["-I" + d for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root)]
-    flags += ["-I" + d for d in _not_sdk(compilation_context.includes.to_list(), sdk_root)]
-    for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root):
-        flags += ["-isystem", d]
-    return flags
+    dirs = [("-I", d) for d in _not_sdk(compilation_context.quote_includes.to_list(), sdk_root)]
+    dirs += [("-I", d) for d in _not_sdk(compilation_context.includes.to_list(), sdk_root)]
+    dirs += [
+        ("-isystem", d)
+        for d in _not_sdk(compilation_context.system_includes.to_list(), sdk_root)
+    ]
+    return dirs
 
 def _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, split, pic):
     """The target's nvcc flags: compilation mode and device debug, the build's and the
     target's copts, host and ptxas options, defines, include paths, and PIC.
 
     Returns:
-      struct(all, device): every flag, for the actions that run the host compiler; and
-      the same less the host compiler's flags (compilation mode, host_copts, PIC, and
-      copts' `-Xcompiler`/`-Xlinker`/`-Xarchive`), for cicc and ptxas, whose commands
-      nvcc plans the same without them. A device step's key then does not change with
-      `-c`, PIC or host options, and its input (the device preprocess's output, which
-      does see them) carries whatever they change.
+      struct(all, device, include_dirs): every flag, for the actions that run the host
+      compiler; the same less the host compiler's flags (compilation mode, host_copts,
+      PIC, and copts' `-Xcompiler`/`-Xlinker`/`-Xarchive`), for the device steps, whose
+      commands nvcc plans the same without them (compile.bzl also leaves the
+      preprocessor's options out of cicc's and ptxas'). A device step's key then does
+      not change with `-c`, PIC or host options, and its input (the device preprocess's
+      output, which does see them) carries whatever they change. The include
+      directories are apart, as (flag, directory) pairs: compile.bzl passes them last
+      (nvcc orders its `-I` and `-isystem` by kind, whatever their place among other
+      options).
     """
     host = ["-Xcompiler=" + f for f in compilation_mode_flags(ctx, cc_toolchain)]
     debug = ["-G"] if DEVICE_DEBUG_FEATURE in ctx.features else []
@@ -172,13 +183,13 @@ def _nvcc_flags(ctx, spec, rdc, cc_toolchain, compilation_context, toolchain, sp
     tail += ["-D" + d for d in compilation_context.defines.to_list()]
     tail += ["-D" + d for d in all_device_defines(ctx, spec).to_list()]
     tail += ["-D" + d for d in spec.local_defines]
-    tail += _include_flags(compilation_context, toolchain)
     if rdc:
         tail.append("-rdc=true")
     pic_copts = ["-Xcompiler=" + f for f in pic]
     return struct(
         all = host + debug + user + host_copts + tail + pic_copts,
         device = debug + without_host_options(user) + tail,
+        include_dirs = _include_dirs(compilation_context, toolchain),
     )
 
 def _repo_relative(ctx, path):
@@ -238,6 +249,7 @@ def _compile_sources(
             toolchain = toolchain,
             cc_toolchain = cc_toolchain,
             headers = headers,
+            include_dirs = flags.include_dirs,
         )
         if split:
             outputs.append(emit_compile_split(

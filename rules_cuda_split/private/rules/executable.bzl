@@ -8,6 +8,7 @@ libraries along `deps` and the device link.
 """
 
 load("@rules_cc//cc:defs.bzl", "CcInfo")
+load("//rules_cuda_split/private/rules:common.bzl", "PATH_MAPPING")
 load("//rules_cuda_split/private/rules:gpu.bzl", "GpuCheckInfo")
 
 CUDA_OUTPUT_GROUPS = ["cuda_ptx", "cuda_cubin", "cuda_fatbin", "cuda_arch_list"]
@@ -68,9 +69,10 @@ def _executable_impl(ctx):
             inputs = [binary.files_to_run.executable],
             outputs = [exe],
             command = 'cp -f "$1" "$2"',
-            arguments = [binary.files_to_run.executable.path, exe.path],
+            arguments = [ctx.actions.args().add(binary.files_to_run.executable).add(exe)],
             mnemonic = "CopyFile",
             progress_message = "Copying the binary of %s" % ctx.label,
+            execution_requirements = PATH_MAPPING,
         )
     runfiles = ctx.runfiles(
         files = [exe] + extra,

@@ -27,6 +27,11 @@ _ANY_ARCH = re.compile(rf"(?<![\w-])({_ARCH})(?![\w-])")
 _OUTPUT_ARCH = re.compile(rf"\.({_ARCH})\.")
 # `bazel-out/<config>/bin/` (or genfiles) before a package's outputs.
 _OUTPUT_ROOT = re.compile(r"^(?:.*/)?bazel-out/[^/]+/(?:bin|genfiles)/")
+# Bazel's path mapping (--experimental_output_paths=strip) writes a mapped action's
+# command line and inputs with this configuration segment: `bazel-out/cfg/bin/...`.
+MAPPED_ROOT = "bazel-out/cfg/"
+# `bazel-out/<config>/` of a path: the configuration an output is in.
+_CONFIG = re.compile(r"(?<![\w.-])bazel-out/([\w.-]+)/")
 _PROGRESS_SOURCE = re.compile(r"(?<![\w./+:@-])([\w./+-]+\.(?:cu|cc|cpp|cxx|c))\b")
 
 
@@ -100,14 +105,34 @@ class Spawn:
         if item is None or not roots:
             return None, "none"
         why = "missing"
-        for root in roots:
-            full = os.path.join(root, str(item["path"]))
+        # Path mapping names it bazel-out/cfg/; Bazel writes it in the action's own
+        # configuration, that of its outputs.
+        paths = [str(item["path"])]
+        own = self.configurations
+        if paths[0].startswith(MAPPED_ROOT) and len(own) == 1:
+            paths.append(f"bazel-out/{own[0]}/" + paths[0][len(MAPPED_ROOT) :])
+        for root, path in ((r, p) for p in paths for r in roots):
+            full = os.path.join(root, path)
             found = digest_matches(full, item.get("digest") or {})  # type: ignore[arg-type]
             if found:
                 return full, ""
             if found is False:
                 why = "stale"
         return None, why
+
+    @property
+    def configurations(self) -> list[str]:
+        """The configurations of the action's outputs (`k8-opt`), as the log lists them
+        (unmapped, also under path mapping)."""
+        return sorted({m.group(1) for o in self.outputs if (m := _CONFIG.match(o))})
+
+    @property
+    def mapped(self) -> bool:
+        """Whether Bazel's path mapping mapped the action: `bazel-out/cfg/` in its command
+        line or its inputs' paths (the log lists both as the action saw them)."""
+        return any(MAPPED_ROOT in a for a in self.args) or any(
+            p.startswith(MAPPED_ROOT) for p in self.inputs
+        )
 
     def params(self) -> list[str] | None:
         """The arguments in the action's params file, when a copy with the log's digest is
@@ -160,6 +185,12 @@ class Spawn:
             r"(@[\w.~+-]*)?//[\w./+-]*:[\w./+@-]+", str(self.raw.get("progressMessage", ""))
         )
         return m.group(0) if m else ""
+
+
+def portable_path(path: str) -> str:
+    """`path` with its configuration as path mapping names it: `bazel-out/k8-opt/bin/x`
+    -> `bazel-out/cfg/bin/x`."""
+    return _CONFIG.sub(MAPPED_ROOT, path, count=1) if path.startswith("bazel-out/") else path
 
 
 def cache_hit(raw: dict[str, object]) -> bool:

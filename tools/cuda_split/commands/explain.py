@@ -26,6 +26,11 @@ actions are not run and not in the log), and it counts the first build's actions
 from the second log.
 The table is wrapped to the terminal's width (`--width`); `--json` prints the rows as
 JSON instead (`--json=FILE` writes them to FILE and prints the table).
+Where an action's outputs are in another configuration than the other build's
+(`bazel-out/k8-opt/` against `bazel-out/k8-dbg/`), a row says what Bazel's path mapping
+(`--experimental_output_paths=strip`, Bazel 7+) did: a hit that came through it (its
+command line names `bazel-out/cfg/`), or why the action ran unmapped (the local strategy;
+inputs of two configurations that collide once mapped; no opt-in or no flag).
 
 `arch-list` reports, per target, which sources' device code depends on the arch list of
 the build (`__CUDA_ARCH_LIST__`), from the reports of the split's arch-list checks
@@ -52,7 +57,14 @@ from cuda_split.commands.archlist_report import (
     arch_list_uses,
     format_arch_list,
 )
-from cuda_split.commands.execlog import Spawn, cuda_spawns, read_log, save_params
+from cuda_split.commands.execlog import (
+    MAPPED_ROOT,
+    Spawn,
+    cuda_spawns,
+    portable_path,
+    read_log,
+    save_params,
+)
 from cuda_split.core import plan as planlib
 
 PROG = "cuda-split"
@@ -70,6 +82,9 @@ class Row:
     hit: bool
     runner: str
     reasons: list[str]
+    # What Bazel's path mapping did, where the other build's action is in another
+    # configuration (path_mapping_note); "" elsewhere.
+    mapping: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -78,6 +93,8 @@ class Row:
 def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
     """A row per action of `new`: hit or miss, and for a miss what differs from `old`."""
     by_outputs = {(s.mnemonic, s.outputs): s for s in old}
+    # The same outputs in another configuration (`-c opt` against `-c dbg`).
+    by_portable = {(s.mnemonic, _portable(s.outputs)): s for s in old}
     by_name: dict[tuple[str, str, str, str], Spawn] = {}
     by_source: dict[tuple[str, str, str], list[Spawn]] = {}
     for s in old:
@@ -86,10 +103,12 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
     rows = []
     for s in new:
         reasons: list[str] = []
+        other = (
+            by_outputs.get((s.mnemonic, s.outputs))
+            or by_portable.get((s.mnemonic, _portable(s.outputs)))
+            or by_name.get((s.mnemonic, s.target, s.arch, s.source))
+        )
         if not s.hit:
-            other = by_outputs.get((s.mnemonic, s.outputs)) or by_name.get(
-                (s.mnemonic, s.target, s.arch, s.source)
-            )
             if other is None:
                 # A step of every arch (arch "") whose outputs name the archs: the other
                 # build's, read without its params, shows its outputs' one arch.
@@ -100,7 +119,10 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
         # A cache hit ran nothing, so Bazel wrote no params file for it (and Bazel 7's log
         # has no progress message): the same outputs' action of the other build names it.
         named = s
-        if not s.source and (twin := by_outputs.get((s.mnemonic, s.outputs))) is not None:
+        twin = by_outputs.get((s.mnemonic, s.outputs)) or by_portable.get(
+            (s.mnemonic, _portable(s.outputs))
+        )
+        if not s.source and twin is not None:
             named = twin
         rows.append(
             Row(
@@ -112,6 +134,7 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
                 hit=s.hit,
                 runner=s.runner,
                 reasons=reasons,
+                mapping=path_mapping_note(other, s),
             )
         )
     rows.sort(
@@ -125,6 +148,57 @@ def explain(old: list[Spawn], new: list[Spawn]) -> list[Row]:
         )
     )
     return rows
+
+
+def _portable(outputs: Sequence[str]) -> tuple[str, ...]:
+    return tuple(portable_path(o) for o in outputs)
+
+
+def path_mapping_note(other: Spawn | None, new: Spawn) -> str:
+    """What Bazel's path mapping did for `new` where `other`, its action in the other
+    build, has its outputs in another configuration ("" where they are in the same, or
+    there is no other): a hit through path mapping, a mapped action against an unmapped
+    one, or why `new` ran unmapped."""
+    if other is None:
+        return ""
+    a, b = other.configurations, new.configurations
+    if not a or not b or a == b:
+        return ""
+    where = f"the other build's outputs are in {', '.join(a)}, this build's in {', '.join(b)}"
+    if new.mapped:
+        if new.hit:
+            return f"hit through path mapping: its command line names {MAPPED_ROOT}; {where}"
+        if not other.mapped:
+            return (
+                f"path mapping: mapped here, not in the other build ({where}; "
+                f"{unmapped_reason(other)}): the two keys cannot be equal"
+            )
+        return ""
+    return f"path mapping was off for this action ({where}): {unmapped_reason(new)}"
+
+
+def unmapped_reason(s: Spawn) -> str:
+    """Why Bazel ran `s` with its configurations' paths (`bazel-out/k8-opt/`), not
+    mapped to `bazel-out/cfg/`."""
+    seen: dict[str, set[str]] = {}
+    for path in s.inputs:
+        seen.setdefault(portable_path(path), set()).add(path)
+    collided = sorted(p for p, paths in seen.items() if len(paths) > 1)
+    if collided:
+        return (
+            f"inputs of two configurations collide once mapped ({collided[0]}"
+            f"{f' and {len(collided) - 1} more' if len(collided) > 1 else ''}): Bazel "
+            "then runs the action unmapped, silently"
+        )
+    if s.runner in ("local", "standalone"):
+        return (
+            "it ran with the local strategy (Bazel maps paths only in sandboxed, worker "
+            "and remote spawns)"
+        )
+    return (
+        "the action declares no supports-path-mapping (--modify_execution_info can add "
+        "it), or the build had no --experimental_output_paths=strip"
+    )
 
 
 # Rows in the order of nvcc's pipeline: plan.py's table of the rules' mnemonics.
@@ -281,12 +355,13 @@ def notes(
     """What the counts leave out: actions of OLD not in NEW's log, and, where NEW's log
     holds no cache hit at all, that hits are logged only with a disk or remote cache."""
     lines = []
-    seen = {(r.mnemonic, r.output) for r in rows}
+    # By outputs with the configuration left out: `-c dbg`'s action is `-c opt`'s.
+    seen = {(r.mnemonic, portable_path(r.output)) for r in rows}
     gone = [
         s
         for s in (Spawn(r) for r in old_raw)
         if s.mnemonic.startswith("Cuda")
-        and (s.mnemonic, s.outputs[0] if s.outputs else "") not in seen
+        and (s.mnemonic, portable_path(s.outputs[0]) if s.outputs else "") not in seen
     ]
     if gone:
         lines.append(
@@ -333,6 +408,8 @@ def format_table(rows: Sequence[Row], width: int | None = None) -> str:
             lines.extend(_wrap(r.source, width, " " * 12, first=" " * 10))
         for reason in r.reasons:
             lines.extend(_wrap(reason, width, " " * 12, first=" " * 10))
+        if r.mapping:
+            lines.extend(_wrap(r.mapping, width, " " * 12, first=" " * 10))
     lines.append("")
     lines.append("per mnemonic and arch: hits/actions")
     counts = summary(rows)
@@ -343,6 +420,9 @@ def format_table(rows: Sequence[Row], width: int | None = None) -> str:
     hits = sum(r.hit for r in rows)
     what = "all CUDA actions" if all(r.mnemonic.startswith("Cuda") for r in rows) else "all actions"
     lines.append(f"  {what:<{w_m + 1 + w_a}} {hits}/{len(rows)}")
+    mapped = sum(r.mapping.startswith("hit through path mapping") for r in rows)
+    if mapped:
+        lines.append(f"  {'hits through path mapping':<{w_m + 1 + w_a}} {mapped}/{hits}")
     return "\n".join(lines)
 
 

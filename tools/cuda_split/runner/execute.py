@@ -45,6 +45,39 @@ _PID_MODULE_ID = re.compile(r"(?P<stem>.+_)(?P<hash>[0-9a-f]{8})_(?P<pid>[0-9]+)
 _NVLINK_NO_HOST_CODE = re.compile(r"^nvlink info\s*: Input '.*' has no host code\b.*$")
 
 
+# An output tree's configuration segment in a path (`bazel-out/k8-opt/`): Bazel's path
+# mapping (--experimental_output_paths=strip) names it `cfg` in the actions that opt in.
+_CONFIG_SEGMENT = re.compile(r"(?<![\w.-])bazel-out/(?!cfg/)([\w.-]+)/")
+MAPPED_SEGMENT = "cfg"
+# A line marker naming a file of an output tree, in what a preprocessor, cudafe++ or cicc
+# writes (`# 1 "bazel-out/k8-opt/bin/x.stub.c"`, a generated header's `# 12 "..."`).
+_MARKER_CONFIG = re.compile(rb'^(#(?:line)? \d+ ")bazel-out/(?!cfg/)[\w.-]+/', re.M)
+
+
+def config_prefix_maps(argv: Sequence[str]) -> list[str]:
+    """The host compiler's `-ffile-prefix-map=bazel-out/<configuration>/=bazel-out/cfg/`
+    for each configuration that `argv` names a path of: the object's file symbol and
+    debug info then name `bazel-out/cfg/...` whether or not Bazel mapped the action's
+    paths, so that a host object is the same with and without path mapping."""
+    segments = sorted({m.group(1) for a in argv for m in _CONFIG_SEGMENT.finditer(a)})
+    return [f"-ffile-prefix-map=bazel-out/{s}/=bazel-out/{MAPPED_SEGMENT}/" for s in segments]
+
+
+def portable_line_markers(path: str) -> None:
+    """Rewrites `# N "bazel-out/<configuration>/..."` line markers of the text file `path`
+    to `bazel-out/cfg/...` (what Bazel's path mapping names the file): cicc writes the
+    stub's own path into it, a preprocessor a generated header's; the file is then the
+    same in every configuration, mapped or not."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if b'"bazel-out/' not in data:
+        return
+    new = _MARKER_CONFIG.sub(rb"\1bazel-out/" + MAPPED_SEGMENT.encode() + b"/", data)
+    if new != data:
+        with open(path, "wb") as f:
+            f.write(new)
+
+
 def filter_tool_output(kind: str, text: str, verbose: bool = False) -> str:
     """What a step prints of its tool's stderr `text`: all of it, but for nvlink's
     "has no host code" info lines (none with `verbose`)."""
@@ -106,6 +139,11 @@ def _deterministic(argv: list[str]) -> list[str]:
     elif any(a == "-g" or a.startswith("-g") and a[2:3].isdigit() for a in argv):
         # DW_AT_comp_dir and relative paths in debug info: map the cwd to ".".
         extra.append(f"-fdebug-prefix-map={os.getcwd()}=.")
+    name = os.path.basename(argv[0])
+    if _is_gcc(argv[0]) or "clang" in name:
+        # An output tree's configuration (`bazel-out/k8-opt/`) in the file symbol, debug
+        # info and __FILE__: `bazel-out/cfg/`, as path mapping names it.
+        extra += config_prefix_maps(argv)
     return [argv[0], *extra, *argv[1:]]
 
 
@@ -198,7 +236,17 @@ def execute(
     ptx = files.get(f"ptx:{step.arch}")
     if step.kind == planlib.CICC and ptx and not args.keep_cwd_in_debug_paths:
         _strip_cwd_from_ptx(ptx)
+    if step.kind in _MARKED_KINDS:
+        for path in cmd.outputs:
+            if path.endswith(_MARKED_SUFFIXES):
+                portable_line_markers(path)
     return 0
+
+
+# The steps whose text outputs carry line markers: the preprocessors (`.ii`), cudafe++
+# (`.cudafe1.cpp`) and cicc (the `.stub.c`).
+_MARKED_KINDS = (planlib.HOST_PREPROCESS, planlib.DEVICE_PREPROCESS, planlib.CUDAFE, planlib.CICC)
+_MARKED_SUFFIXES = (".ii", ".cpp", ".c")
 
 
 def _deterministic_module_id(
