@@ -245,8 +245,8 @@ def test_offloaded_steps_take_no_slot(tmp_path) -> None:
 def test_what_a_step_sent_to_the_workers_runs_here_waits_for_a_slot(tmp_path) -> None:
     """The executor marks the steps it sends to the workers (Node.offloaded, no slot);
     what such a step runs here after all (its remote run failed) holds a slot of the pool
-    (executor.held_slot): with the pool's one slot taken, it waits until that is free."""
-    from cuda_split.driver.executor import held_slot
+    (slots.held_slot): with the pool's one slot taken, it waits until that is free."""
+    from cuda_split.driver.slots import held_slot
 
     nodes = nodes_of(["host_compile", "cicc"])
     offloaded = lambda n: n.step.kind == "cicc"  # noqa: E731

@@ -1,8 +1,9 @@
 """The package's shape: no module of tools/cuda_split imports one that imports it back
 (counting imports under TYPE_CHECKING and inside functions: a cycle there is a cycle in
 the design, whatever Python tolerates at run time); no module over 600 lines beyond a
-list that may only shrink; the driver a package of modules by concern; the products'
-packages layered (docs/design.md, "The tree"), importing each other's public names only."""
+list that may only shrink; the driver a package of modules by concern, in layers that
+one compile goes down; the products' packages layered (docs/design.md, "The tree"),
+importing each other's public names only."""
 
 from __future__ import annotations
 
@@ -106,6 +107,34 @@ def test_the_products_packages_are_layered() -> None:
         if layer(target) not in LAYERS[layer(module)]
     }
     assert not wrong
+
+
+# The driver's modules by layer, the top first (docs/driver.md, "The code"): one compile
+# goes down them, cli -> the plan -> the executor -> the runner -> the caches -> a step
+# run here; a module imports those of its own layer or below, never above.
+DRIVER_LAYERS = (
+    ("cli",),  # the command: passthrough, or the compile's stages and outputs
+    ("dag", "invocation", "options_file"),  # nvcc's command read, the plan
+    ("executor",),  # the DAG's schedule, the slot, jobserver and load waits
+    ("runner",),  # one node: its cache or a plain run; the cache's tallies
+    ("step_cache", "preprocess_cache"),  # the cache's lookups and stores, the remote
+    ("local", "step_keys", "host_remote", "step_spec"),  # a run here; keys and entries
+    ("options", "preprocess", "line_info", "time_traces", "reports"),  # options: all read
+    ("slots", "jobserver", "sysload", "common"),
+)
+
+
+def test_the_driver_goes_down_its_layers() -> None:
+    edges = graph()
+    rank = {f"driver.{m}": i for i, layer in enumerate(DRIVER_LAYERS) for m in layer}
+    driver = {m for m in edges if m.startswith("driver.")}
+    assert driver == set(rank), "every driver module in one layer of DRIVER_LAYERS"
+    upward = {
+        f"{m} imports {t}" for m in driver for t in edges[m] if t in rank and rank[t] < rank[m]
+    }
+    assert not upward
+    # The executor calls the runner for each node; the runner never schedules.
+    assert "driver.runner" in edges["driver.executor"]
 
 
 def test_no_module_uses_a_private_name_of_another() -> None:

@@ -16,12 +16,11 @@ from collections.abc import Callable, Sequence
 
 from cuda_split import cache as cachelib
 from cuda_split.core import plan as planlib
-from cuda_split.core import time_trace
 from cuda_split.driver import jobserver as jobserverlib
 from cuda_split.driver import time_traces
 from cuda_split.driver.common import Unsplittable, append_json_line, say
 from cuda_split.driver.dag import build_dag, single_chain
-from cuda_split.driver.executor import load_limit, open_pool
+from cuda_split.driver.executor import load_limit, open_pool, run_compile
 from cuda_split.driver.invocation import CUDA_SUFFIXES, Invocation, analyze, dependency_text
 from cuda_split.driver.options import (
     NvccNotFound,
@@ -160,8 +159,7 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
         nodes, files = build_dag(plan, work_dir, os.path.join(here, "nvcc"))
         if inv.time_trace:
             try:
-                version = time_trace.sdk_version([s.argv for s in plan.steps])
-                time_traces.add_traces(nodes, work_dir, version)
+                time_traces.add_traces(nodes, work_dir, plan)
             except ValueError as e:
                 raise Unsplittable(str(e)) from e
         for line in messages:
@@ -189,9 +187,9 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
             if one_chain and opts.slot_pool is not None:
                 why = ", one device chain: no slot pool"
             say(f"splitting {src} into {len(nodes)} steps on {opts.jobs} workers{held}{why}")
-        runner = Runner(opts, src, work_dir, plan, files)
+        runner = Runner(opts, src, work_dir, plan, files, pool)
         try:
-            rc = runner.run_all(nodes, jobserver, pool)
+            rc = run_compile(opts, nodes, runner, jobserver, pool)
         finally:
             if pool is not None:
                 pool.close()
@@ -224,11 +222,11 @@ def _compile_split(opts: Options, inv: Invocation, jobserver: jobserverlib.Jobse
             if n.cache != "off":
                 say(f"explain {os.path.basename(src)} {n.label}: {n.explain}")
     if opts.table or opts.graph:
-        from cuda_split.driver.reports import graph_text, table_rows, write_table
+        from cuda_split.driver.reports import table_rows, write_graph, write_table
     if opts.table:
         write_table(opts.table, table_rows(src, nodes), opts.table_append)
     if opts.graph:
-        cachelib.atomic_write(os.path.abspath(opts.graph), graph_text(src, nodes).encode())
+        write_graph(opts.graph, src, nodes)
     return rc
 
 

@@ -37,7 +37,7 @@ class Node:
     cache: str = "off"  # hit, miss, off
     worker_seconds: float | None = None  # remote-exec: how long the worker had it
     # The executor sent it to the workers (--remote-exec) and gave it no slot: what it runs
-    # here after all (its remote run failed) takes one first (executor.held_slot).
+    # here after all (its remote run failed) takes one first (slots.held_slot).
     offloaded: bool = False
     key: str = ""
     explain: str = ""

@@ -10,9 +10,6 @@ from cuda_split.core import plan as planlib
 from cuda_split.core.command import StepCommand
 from cuda_split.driver.common import Node, Unsplittable
 
-# File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
-_ROLE_SUFFIXES = {"stub": planlib.PER_ARCH_NAMES["stub"]}
-
 
 def _mentioned(argv: Sequence[str], roles: dict[str, str]) -> list[str]:
     return [a[start:end] for a in argv for start, end in planlib.keep_paths(a, roles)]
@@ -106,11 +103,3 @@ def single_chain(nodes: Sequence[Node]) -> bool:
         and kinds.count(planlib.CICC) == 1
         and kinds.count(planlib.PTXAS) <= 1
     )
-
-
-def role_file_name(role: str) -> str:
-    """A file name for a role that keeps the suffix tools look at (cicc takes only
-    `.i`/`.ii`/... inputs): `ptx:compute_90` -> `compute_90.ptx`."""
-    kind, _, arch = role.partition(":")
-    suffix = _ROLE_SUFFIXES.get(kind, kind)
-    return f"{arch}.{suffix}" if arch else suffix

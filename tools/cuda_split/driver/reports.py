@@ -78,6 +78,11 @@ def graph_text(source: str, nodes: Sequence[Node]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_graph(path: str, source: str, nodes: Sequence[Node]) -> None:
+    """The DAG's dot file (graph_text), written whole."""
+    cachelib.atomic_write(os.path.abspath(path), graph_text(source, nodes).encode())
+
+
 def _direct(nodes: Sequence[Node], dep: int, node: Node) -> bool:
     """Whether `dep` is a direct predecessor of the host compile (not one implied by
     another predecessor), to keep the drawn graph readable."""

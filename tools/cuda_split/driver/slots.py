@@ -48,7 +48,8 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 
 # The pool's directory when the caller names none: one per user and machine.
 DEFAULT_DIR_NAME = "nvcc-split-slots"
@@ -345,6 +346,25 @@ class SlotPool:
         self.announce(None)
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.directory, f"seen.{self.pid}"))
+
+
+@contextlib.contextmanager
+def held_slot(pool: SlotPool | None, poll: float = POLL_S) -> Iterator[None]:
+    """A slot of `pool` held for the block, waited for (nothing without a pool): for what
+    a step the executor sent to the workers runs here after all, so that the machine's
+    steps stay within the pool (under make's jobserver or --load-average, such a run takes
+    no token and sees no limit)."""
+    if pool is None:
+        yield
+        return
+    slot = pool.try_acquire(float("inf"), defer=False)
+    while slot is None:
+        time.sleep(poll)
+        slot = pool.try_acquire(float("inf"), defer=False)
+    try:
+        yield
+    finally:
+        pool.release(slot)
 
 
 def _median(values: list[float]) -> float:

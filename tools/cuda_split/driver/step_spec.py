@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 from cuda_split.core import plan as planlib
 from cuda_split.driver.common import Node
-from cuda_split.driver.dag import role_file_name
 from cuda_split.driver.line_info import records_sources, sources_json
 from cuda_split.driver.preprocess import records_names
 from cuda_split.hermetic import HermeticStep
@@ -32,6 +31,9 @@ REMOTE_ENV = {"TMPDIR": "."}
 # Outputs that name their own path (cicc's stub ends with `# 1 "<its own path>"`): the
 # cache keeps them with the path in the step's root (HermeticStep), a hit puts the real one.
 RELOCATED_ROLE_PREFIXES = ("stub:",)
+
+# File name suffixes of roles whose name is not nvcc's suffix (HermeticStep's names).
+_ROLE_SUFFIXES = {"stub": planlib.PER_ARCH_NAMES["stub"]}
 
 
 def sdk_path(path: str, sdk_top: str) -> str | None:
@@ -108,3 +110,11 @@ def plan_step_spec(
         no_remote_exec=why,
         sources=sources_json(node),
     )
+
+
+def role_file_name(role: str) -> str:
+    """A file name for a role that keeps the suffix tools look at (cicc takes only
+    `.i`/`.ii`/... inputs): `ptx:compute_90` -> `compute_90.ptx`."""
+    kind, _, arch = role.partition(":")
+    suffix = _ROLE_SUFFIXES.get(kind, kind)
+    return f"{arch}.{suffix}" if arch else suffix

@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from cuda_split.core import plan as planlib
 from cuda_split.core import time_trace
 from cuda_split.driver.common import Node
 
@@ -24,10 +25,11 @@ def merged_path(value: str, output: str | None) -> str:
     return (output or "trace" if value == "-" else value) + ".json"
 
 
-def add_traces(nodes: Sequence[Node], work_dir: str, version: str) -> None:
+def add_traces(nodes: Sequence[Node], work_dir: str, plan: planlib.Plan) -> None:
     """Gives every cicc and ptxas step the trace flags and a trace output (a role of
     its own, so the cache stores it with the step). Raises ValueError for an SDK the
     flags table does not know."""
+    version = time_trace.sdk_version([s.argv for s in plan.steps])
     for node in nodes:
         kind = node.step.kind
         if kind not in time_trace.TRACE_PIDS:
