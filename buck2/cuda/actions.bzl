@@ -16,13 +16,13 @@ load(
     "LINK_INPUT",
     "NVLINK",
     "PTXAS",
-    "file_name",
     "link_archs",
     "link_file_roles",
     "link_progress_args",
     "link_steps",
     "missing_device_code",
     "random_seed_flags",
+    "role_paths",
     "source_actions",
     "source_dir",
     "source_stem",
@@ -146,11 +146,10 @@ def compile_source(
     # nvcc's -frandom-seed, as the Bazel rules give it (plan.bzl).
     seed = random_seed_flags(nvcc_flags, ctx.label.package, target or ctx.label.name, rel)
     stem = source_stem(rel.rpartition("/")[2])
-    paths = {}
-    files = {}
-    for role in step_roles(steps):
-        paths[role] = "%s/%s" % (out_dir, file_name(stem, role))
-        files[role] = ctx.actions.declare_output(paths[role])
+    paths, err = role_paths(out_dir, stem, step_roles(steps))
+    if err:
+        fail("%s: %s" % (ctx.label.name, err))
+    files = {role: ctx.actions.declare_output(path) for role, path in paths.items()}
     for action in source_actions(steps):
         key = action.key
         outputs = [files[r] for r in action.outputs]
@@ -256,12 +255,10 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
     base = "_cuda/%s/dlink" % name
     label = "//%s:%s" % (ctx.label.package, name)
     steps = link_steps(groups)
-    paths = {}
-    files = {}
-    for step in steps:
-        for role in step.outputs:
-            paths[role] = "%s/%s" % (base, file_name("dlink", role))
-            files[role] = ctx.actions.declare_output(paths[role])
+    paths, err = role_paths(base, "dlink", [r for step in steps for r in step.outputs])
+    if err:
+        fail("%s: %s" % (label, err))
+    files = {role: ctx.actions.declare_output(path) for role, path in paths.items()}
     for step in steps:
         action = ACTIONS[step.kind]
         host_flags = toolchain.pic_flags if action.host_compiler else []

@@ -19,9 +19,9 @@ load(
     "CICC",
     "MONO",
     "PTXAS",
-    "file_name",
     "gencode",
     "random_seed_flags",
+    "role_paths",
     "source_actions",
     "source_dir",
     "source_stem",
@@ -208,9 +208,10 @@ def emit_compile_split(
     steps = source_steps(groups, per_arch_list, tile_mode(nvcc_flags))
     out_dir = _source_dir(ctx, src)
     stem = _stem(src)
-    files = {}
-    for role in step_roles(steps):
-        files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
+    paths, err = role_paths(out_dir, stem, step_roles(steps))
+    if err:
+        fail("%s: %s" % (label_text(ctx.label), err))
+    files = {role: ctx.actions.declare_file(path) for role, path in paths.items()}
     if device_nvcc_flags == None:
         device_nvcc_flags = nvcc_flags
     seed = _seed_flags(ctx, src, nvcc_flags)
@@ -291,8 +292,11 @@ def emit_compile_mono(
         fail("emit_compile_mono needs src, groups, toolchain and cc_toolchain")
     _check_flags(ctx, groups, nvcc_flags, toolchain)
     out_dir = _source_dir(ctx, src)
-    obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
-    module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
+    paths, err = role_paths(out_dir, _stem(src), ["obj", "module_id"])
+    if err:
+        fail("%s: %s" % (label_text(ctx.label), err))
+    obj = ctx.actions.declare_file(paths["obj"])
+    module_id = ctx.actions.declare_file(paths["module_id"])
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     groups_dirs = {
         kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind))

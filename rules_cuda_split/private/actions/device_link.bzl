@@ -10,12 +10,12 @@ load(
     "ACTIONS",
     "LINK_INPUT",
     "NVLINK",
-    "file_name",
     "link_archs",
     "link_file_roles",
     "link_progress_args",
     "link_steps",
     "missing_device_code",
+    "role_paths",
 )
 load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
@@ -88,10 +88,10 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
     base = "_cuda/%s/dlink" % ctx.label.name
     label = label_text(ctx.label)
     steps = link_steps(groups)
-    declared = {}
-    for step in steps:
-        for role in step.outputs:
-            declared[role] = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", role)))
+    paths, err = role_paths(base, "dlink", [r for step in steps for r in step.outputs])
+    if err:
+        fail("%s: %s" % (label, err))
+    declared = {role: ctx.actions.declare_file(path) for role, path in paths.items()}
     for step in steps:
         action = ACTIONS[step.kind]
         args = step_args(ctx, step_arguments(
