@@ -1,34 +1,25 @@
-"""The actions of the Buck2 CUDA rules: one step runner action per step and arch of a
-source (plan.bzl's source_actions), and one per step of the device link (plan.bzl's
+"""The actions of the Buck2 CUDA rules: one step runner action per action of a source's
+compile (plan.bzl's compile_actions), and one per step of the device link (plan.bzl's
 link_steps: one nvlink per arch).
 
-The shape (which actions, which files, the arguments of each) comes from
-`rules_cuda_split/private/model/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
-only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `write`,
-`run`).
+The shape (which actions, which files, the flags and arguments of each, the checks of the
+flags against the SDK) comes from `rules_cuda_split/private/model/plan.bzl` and
+`runner.bzl`, as the Bazel rules' does; this file only renders it with Buck2's API
+(`cmd_args`, `ctx.actions.declare_output`, `write`, `run`).
 """
 
-load("//rules_cuda_split/private/model:flags.bzl", "without_preprocessor_options")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
-    "CICC",
     "LINK_INPUT",
     "NVLINK",
-    "PTXAS",
+    "compile_actions",
     "link_archs",
     "link_file_roles",
     "link_progress_args",
     "link_steps",
     "missing_device_code",
-    "random_seed_flags",
     "role_paths",
-    "source_actions",
-    "source_dir",
-    "source_stem",
-    "source_steps",
-    "step_roles",
-    "time_trace_name",
 )
 load(
     "//rules_cuda_split/private/model:runner.bzl",
@@ -119,7 +110,9 @@ def compile_source(
         device_nvcc_flags = None,
         include_flags = [],
         target = None):
-    """Emits the split actions compiling `src`, one per step and arch.
+    """Emits the split actions compiling `src`, one per step and arch (plan.bzl's
+    compile_actions: also the checks of the flags against the toolchain's `version`, and
+    the tile steps of `--enable-tile`/`--tile-only`).
 
     Args:
       ctx: the rule context.
@@ -127,7 +120,7 @@ def compile_source(
       src: Artifact, the source.
       rel: string, its path in the package.
       groups: the parsed arch spec (plan.bzl's parse_arch_spec).
-      nvcc_flags: list of strings and cmd_args, the target's nvcc flags.
+      nvcc_flags: list[string], the target's nvcc flags.
       headers: list[Artifact], headers the source may include.
       device_nvcc_flags: the flags of the actions that run no host compiler step (plan.bzl's
         ACTIONS `host_compiler`): `nvcc_flags` less the host compiler's own. Default:
@@ -140,59 +133,51 @@ def compile_source(
       struct(obj, files): the object and the files by role (with the toolchain's
       `time_trace`, each cicc and ptxas trace as `time_trace:<kind>:<arch>`).
     """
-    steps = source_steps(groups)
-    out_dir = source_dir(target or ctx.label.name, rel)
-
-    # nvcc's -frandom-seed, as the Bazel rules give it (plan.bzl).
-    seed = random_seed_flags(nvcc_flags, ctx.label.package, target or ctx.label.name, rel)
-    stem = source_stem(rel.rpartition("/")[2])
-    paths, err = role_paths(out_dir, stem, step_roles(steps))
+    name = target or ctx.label.name
+    plan, err = compile_actions(
+        groups,
+        nvcc_flags,
+        package = ctx.label.package,
+        target = name,
+        rel = rel,
+        src_name = rel,
+        version = toolchain.version,
+        origin = "//%s:%s" % (ctx.label.package, name),
+        device_nvcc_flags = device_nvcc_flags,
+        # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
+        time_trace = toolchain.time_trace,
+    )
     if err:
-        fail("%s: %s" % (ctx.label.name, err))
+        fail(err)
+    paths = plan.paths
     files = {role: ctx.actions.declare_output(path) for role, path in paths.items()}
-    for action in source_actions(steps):
-        key = action.key
-        outputs = [files[r] for r in action.outputs]
-        trace = None
-        if toolchain.time_trace and action.kinds in ([CICC], [PTXAS]):
-            # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
-            trace = ctx.actions.declare_output("%s/%s" % (
-                out_dir,
-                time_trace_name(stem, action.kinds[0], action.arch),
-            ))
-            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
-            outputs.append(trace)
+    for action in plan.actions:
         items = step_arguments(
             action.kinds,
             action.arch,
             toolchain.nvcc,
             toolchain.host_compiler,
             src = src,
-            files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
+            files = [(r, files[r]) for r in action.file_roles],
             nvcc_flags = action.nvcc_flags,
-            time_trace = trace,
+            time_trace = files[action.trace] if action.trace else None,
         )
-        flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
-            device_nvcc_flags
-        )
-        device_only = [k for k in action.kinds if k not in (CICC, PTXAS)] == []
-        if device_only:
-            # nvcc's plan for cicc and ptxas reads no preprocessor option.
-            flags = without_preprocessor_options(flags)
-        flags = flags + seed + ([] if device_only else include_flags)
         inputs = [files[r] for r in action.inputs]
-        if ACTIONS[key].reads_source:
+        if action.reads_source:
             inputs += [src] + headers
         run_step(
             ctx,
             toolchain,
-            key = key,
-            # The target's flags, after the plan's (strings, and cmd_args for paths).
-            items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in flags],
+            key = action.key,
+            # The include directories (cmd_args of paths), after the plan's flags.
+            items = items + [
+                struct(format = "--nvcc-flag=%s", value = f)
+                for f in (include_flags if action.includes else [])
+            ],
             inputs = inputs,
-            outputs = outputs,
+            outputs = [files[r] for r in action.outputs],
             params = paths[action.outputs[0]] + "-0.params",
-            progress = ACTIONS[key].progress % (rel, action.arch),
+            progress = action.progress,
             identifier = "%s %s %s" % (rel, action.key, action.arch),
         )
     return struct(obj = files["obj"], files = files)

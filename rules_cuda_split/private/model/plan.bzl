@@ -16,6 +16,9 @@ private/actions and private/rules, Buck2's buck2/cuda) and the tests load throug
   - source_plan.bzl: one source's steps (source_steps, step_roles, files_by_arch);
   - action_groups.bzl: the grouping of a source's steps into actions (source_actions);
   - naming.bzl: file names and directories, traces, the random seed;
+  - compile_plan.bzl: one source's compile as data, every action with what it reads,
+    writes and passes (compile_actions), and the checks of the flags (compile_check),
+    which both front ends only turn into actions;
   - link_plan.bzl: the device link (link_archs, link_steps, missing_device_code).
 
 Pure functions and constants, no Bazel APIs, so the same files run under a plain Starlark
@@ -40,6 +43,11 @@ load(
     _parse_arch_spec = "parse_arch_spec",
     _tile_arch_error = "tile_arch_error",
     _unsupported_archs = "unsupported_archs",
+)
+load(
+    "//rules_cuda_split/private/model:compile_plan.bzl",
+    _compile_actions = "compile_actions",
+    _compile_check = "compile_check",
 )
 load(
     "//rules_cuda_split/private/model:link_plan.bzl",
@@ -119,7 +127,7 @@ PER_ARCH_NAMES = _PER_ARCH_NAMES
 ACTIONS = _ACTIONS
 MNEMONICS = _MNEMONICS
 
-# The arch-spec grammar. (arch_spec.bzl)
+# The arch-spec grammar (arch_spec.bzl)
 ACCEPTED_FORMS = _ACCEPTED_FORMS
 codes_of = _codes_of
 gencode = _gencode
@@ -127,15 +135,15 @@ parse_arch_spec = _parse_arch_spec
 tile_arch_error = _tile_arch_error
 unsupported_archs = _unsupported_archs
 
-# One source's steps. (source_plan.bzl)
+# One source's steps (source_plan.bzl)
 files_by_arch = _files_by_arch
 source_steps = _source_steps
 step_roles = _step_roles
 
-# The grouping of steps into actions. (action_groups.bzl)
+# The grouping of steps into actions (action_groups.bzl)
 source_actions = _source_actions
 
-# File names and the random seed. (naming.bzl)
+# File names and the random seed (naming.bzl)
 file_name = _file_name
 random_seed_flags = _random_seed_flags
 role_paths = _role_paths
@@ -143,7 +151,11 @@ source_dir = _source_dir
 source_stem = _source_stem
 time_trace_name = _time_trace_name
 
-# The device link. (link_plan.bzl)
+# One source's compile as data, and the checks of its flags (compile_plan.bzl)
+compile_actions = _compile_actions
+compile_check = _compile_check
+
+# The device link (link_plan.bzl)
 link_archs = _link_archs
 link_file_roles = _link_file_roles
 link_flags = _link_flags
