@@ -10,21 +10,15 @@ flags against the SDK) comes from `rules_cuda_split/private/model/plan.bzl` and
 
 load(
     "//rules_cuda_split/private/model:plan.bzl",
-    "ACTIONS",
     "LINK_INPUT",
     "NVLINK",
     "compile_actions",
-    "link_archs",
-    "link_file_roles",
-    "link_progress_args",
-    "link_steps",
-    "missing_device_code",
-    "role_paths",
+    "link_actions",
 )
 load(
     "//rules_cuda_split/private/model:runner.bzl",
     "RUNNER_PYTHON_FLAGS",
-    "step_arguments",
+    "action_arguments",
 )
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -61,23 +55,39 @@ def sdk_inputs(toolchain, names):
         files += toolchain.sdk_files.get(name, [])
     return files
 
-def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, identifier):
-    """One action running the step runner, as the Bazel rules run it:
+def declare_plan(ctx, plan, err):
+    """The files of a plan of plan.bzl (compile_actions, link_actions), declared; fails
+    with the plan's error.
+
+    Returns:
+      struct(paths, files): the plan's paths and the declared Artifact of each, by role.
+    """
+    if err:
+        fail(err)
+    return struct(
+        paths = plan.paths,
+        files = {role: ctx.actions.declare_output(path) for role, path in plan.paths.items()},
+    )
+
+def run_step(ctx, toolchain, action, declared, *, items, inputs, identifier):
+    """One action of a plan running the step runner, as the Bazel rules run it:
     `<python> -B -S -E <runner>/launch.py @<params>` (`python` is the toolchain's
-    interpreter), the arguments one a line in the params file.
+    interpreter), the arguments one a line in the params file (beside the action's first
+    output, `-0.params` after its name).
 
     Args:
       ctx: the rule context.
       toolchain: CudaToolchainInfo.
-      key: string, the action's key in plan.bzl's ACTIONS.
+      action: an action of a plan of plan.bzl (compile_actions, link_actions): its
+        mnemonic (the category, in snake_case), the toolchain's tools it runs with
+        (`sdk_files`), its outputs and progress message.
+      declared: declare_plan's struct(paths, files) of that plan.
       items: runner.bzl's argument items.
       inputs: list[Artifact], what the step reads besides the SDK and the runner.
-      outputs: list[Artifact], declared outputs the step writes.
-      params: string, the params file's path (relative to the target's output dir).
-      progress: string, what the action does (Bazel's progress message).
       identifier: string, unique among the target's actions of the same category.
     """
-    action = ACTIONS[key]
+    outputs = [declared.files[r] for r in action.outputs]
+    params = declared.paths[action.outputs[0]] + "-0.params"
 
     # The params file names outputs and inputs by path only: the action below declares
     # them (hidden), so the write action depends on none of them.
@@ -95,7 +105,7 @@ def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, i
         category = category_of(action.mnemonic),
         identifier = identifier,
         # Bazel's progress message, for `buck2 log what-ran` readers.
-        env = {"CUDA_SPLIT_PROGRESS": progress},
+        env = {"CUDA_SPLIT_PROGRESS": action.progress},
     )
 
 def compile_source(
@@ -147,37 +157,26 @@ def compile_source(
         # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
         time_trace = toolchain.time_trace,
     )
-    if err:
-        fail(err)
-    paths = plan.paths
-    files = {role: ctx.actions.declare_output(path) for role, path in paths.items()}
+    declared = declare_plan(ctx, plan, err)
+    files = declared.files
     for action in plan.actions:
-        items = step_arguments(
-            action.kinds,
-            action.arch,
-            toolchain.nvcc,
-            toolchain.host_compiler,
-            src = src,
-            files = [(r, files[r]) for r in action.file_roles],
-            nvcc_flags = action.nvcc_flags,
-            time_trace = files[action.trace] if action.trace else None,
-        )
         inputs = [files[r] for r in action.inputs]
         if action.reads_source:
             inputs += [src] + headers
+        items = action_arguments(action, files, toolchain.nvcc, toolchain.host_compiler, src = src)
+
+        # The include directories (cmd_args of paths), after the plan's flags.
+        items += [
+            struct(format = "--nvcc-flag=%s", value = f)
+            for f in (include_flags if action.includes else [])
+        ]
         run_step(
             ctx,
             toolchain,
-            key = action.key,
-            # The include directories (cmd_args of paths), after the plan's flags.
-            items = items + [
-                struct(format = "--nvcc-flag=%s", value = f)
-                for f in (include_flags if action.includes else [])
-            ],
+            action,
+            declared,
+            items = items,
             inputs = inputs,
-            outputs = [files[r] for r in action.outputs],
-            params = paths[action.outputs[0]] + "-0.params",
-            progress = action.progress,
             identifier = "%s %s %s" % (rel, action.key, action.arch),
         )
     return struct(obj = files["obj"], files = files)
@@ -224,49 +223,33 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
       struct(obj, linked): the object to link into the binary, {real arch: linked cubin}.
     """
     name = target or ctx.label.name
-    links = link_archs(groups)
-    if not links:
-        fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
-            name,
-            ", ".join([g.virtual for g in groups]),
-        ))
-    missing = missing_device_code(info.libraries, links)
-    if missing:
-        fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
-            name,
-            ", ".join([link[0] for link in links]),
-            "\n".join(missing),
-        ))
-    base = "_cuda/%s/dlink" % name
-    label = "//%s:%s" % (ctx.label.package, name)
-    steps = link_steps(groups)
-    paths, err = role_paths(base, "dlink", [r for step in steps for r in step.outputs])
-    if err:
-        fail("%s: %s" % (label, err))
-    files = {role: ctx.actions.declare_output(path) for role, path in paths.items()}
-    for step in steps:
-        action = ACTIONS[step.kind]
-        host_flags = toolchain.pic_flags if action.host_compiler else []
+    plan, err = link_actions(
+        groups,
+        info.libraries,
+        target = name,
+        origin = "//%s:%s" % (ctx.label.package, name),
+        host_flags = toolchain.pic_flags,
+    )
+    declared = declare_plan(ctx, plan, err)
+    files = declared.files
+    for action in plan.actions:
+        lists = [(flag, _files(info, files, roles)) for flag, roles in action.lists]
         run_step(
             ctx,
             toolchain,
-            key = step.kind,
-            items = step_arguments(
-                [step.kind],
-                step.arch,
+            action,
+            declared,
+            items = action_arguments(
+                action,
+                files,
                 toolchain.nvcc,
                 toolchain.host_compiler,
-                lists = [(flag, _files(info, files, roles)) for flag, roles in step.lists],
-                files = [(r, files[r]) for r in link_file_roles(step)],
-                nvcc_flags = step.nvcc_flags + ["-Xcompiler=" + f for f in host_flags],
+                lists = lists,
             ),
-            inputs = _files(info, files, step.inputs),
-            outputs = [files[r] for r in step.outputs],
-            params = paths[step.outputs[0]] + "-0.params",
-            progress = action.progress % link_progress_args(step, label),
-            identifier = "dlink " + step.arch if step.arch else "dlink",
+            inputs = _files(info, files, action.inputs),
+            identifier = "dlink " + action.arch if action.arch else "dlink",
         )
     return struct(
         obj = files["obj"],
-        linked = {s.arch: files["linked:" + s.arch] for s in steps if s.kind == NVLINK},
+        linked = {a.arch: files["linked:" + a.arch] for a in plan.actions if a.kind == NVLINK},
     )

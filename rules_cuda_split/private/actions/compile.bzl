@@ -21,7 +21,7 @@ load(
     "source_dir",
     "source_stem",
 )
-load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "action_arguments", "step_arguments")
 load("//rules_cuda_split/private/rules:common.bzl", "time_trace_enabled")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
@@ -122,25 +122,13 @@ def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(
-        ctx,
-        kinds,
-        arch,
-        toolchain,
-        cc_toolchain,
-        src,
-        files = [],
-        nvcc_flags = [],
-        time_trace = None):
+def _mono_args(ctx, toolchain, cc_toolchain, src):
     return step_args(ctx, step_arguments(
-        kinds,
-        arch,
+        [MONO],
+        "",
         toolchain.toolkit.nvcc,
         cc_toolchain.compiler_executable,
         src = src,
-        files = files,
-        nvcc_flags = nvcc_flags,
-        time_trace = time_trace,
     ))
 
 def emit_compile_split(
@@ -211,17 +199,13 @@ def emit_compile_split(
     files = {role: ctx.actions.declare_file(path) for role, path in plan.paths.items()}
     for action in plan.actions:
         outputs = [files[r] for r in action.outputs]
-        args = _base_args(
-            ctx,
-            action.kinds,
-            action.arch,
-            toolchain,
-            cc_toolchain,
-            src,
-            files = [(r, files[r]) for r in action.file_roles],
-            nvcc_flags = action.nvcc_flags,
-            time_trace = files[action.trace] if action.trace else None,
-        )
+        args = step_args(ctx, action_arguments(
+            action,
+            files,
+            toolchain.toolkit.nvcc,
+            cc_toolchain.compiler_executable,
+            src = src,
+        ))
         if action.includes:
             _include_args(args, include_dirs, _include_anchors(include_dirs, outputs[0], headers))
         direct = [files[r] for r in action.inputs]
@@ -282,14 +266,18 @@ def emit_compile_mono(
         for kind in _MONO_GROUPS
     }
     action = ACTIONS[MONO]
-    args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
+    args = _mono_args(ctx, toolchain, cc_toolchain, src)
     args.add(obj, format = "--file=obj=%s")
     args.add(module_id, format = "--file=module_id=%s")
 
     # Directories by their paths (Args#add refuses them; add_all maps them unexpanded).
     args.add_all([keep], before_each = "--mono-dir", expand_directories = False)
     for kind, d in groups_dirs.items():
-        args.add_all([d], format_each = "--mono-group=%s=" % kind + "%s", expand_directories = False)
+        args.add_all(
+            [d],
+            format_each = "--mono-group=%s=" % kind + "%s",
+            expand_directories = False,
+        )
     seed = _seed_flags(ctx, src, nvcc_flags)
     _flag_args(args, [gencode(g) for g in groups] + nvcc_flags + seed)
     _include_args(args, include_dirs, _include_anchors(include_dirs, obj, headers))

@@ -73,14 +73,14 @@ def _arch_number(token, prefix):
             return None
     return int(rest)
 
+def _refused(what, spec):
+    """The message refusing `what` (a token of `spec`), with the accepted forms."""
+    return "%s in '%s'; accepted forms: %s" % (what, spec, ACCEPTED_FORMS)
+
 def _group(virtual, codes, spec):
     vnum = _arch_number(virtual, "compute_")
     if vnum == None:
-        return None, "bad virtual arch '%s' in '%s'; accepted forms: %s" % (
-            virtual,
-            spec,
-            ACCEPTED_FORMS,
-        )
+        return None, _refused("bad virtual arch '%s'" % virtual, spec)
     if not codes:
         return None, "no codes after '%s:' in '%s'" % (virtual, spec)
     reals = []
@@ -101,12 +101,7 @@ def _group(virtual, codes, spec):
             continue
         rnum = _arch_number(code, "sm_")
         if rnum == None:
-            return None, "bad code '%s' for '%s' in '%s'; accepted forms: %s" % (
-                code,
-                virtual,
-                spec,
-                ACCEPTED_FORMS,
-            )
+            return None, _refused("bad code '%s' for '%s'" % (code, virtual), spec)
         if rnum < vnum:
             return None, "real arch '%s' is older than virtual arch '%s' in '%s'" % (
                 code,
@@ -186,11 +181,7 @@ def parse_arch_spec(spec):
             elif _arch_number(item, "lto_") != None:
                 g, err = _group("compute_" + item[4:], [item], spec)
             else:
-                g, err = None, "bad arch '%s' in '%s'; accepted forms: %s" % (
-                    item,
-                    spec,
-                    ACCEPTED_FORMS,
-                )
+                g, err = None, _refused("bad arch '%s'" % item, spec)
             if err:
                 return None, err
             groups.append(g)
@@ -257,3 +248,39 @@ def tile_arch_error(groups):
                 ";".join(g.reals),
             )
     return ""
+
+def resolve_arch_spec(spec, origin, version, real_archs, virtual_archs):
+    """A target's arch spec parsed and checked against its SDK's archs.
+
+    Args:
+      spec: string, the arch spec.
+      origin: string, the target and where the spec comes from (`//p:t (archs = "...")`),
+        for the message.
+      version: string, the SDK's version, for the message.
+      real_archs: list[string], the SDK's real archs; None checks none (and the message
+        names none).
+      virtual_archs: list[string], the SDK's virtual archs.
+
+    Returns:
+      (groups, error): parse_arch_spec's groups and None; or None and a message naming
+      the bad token or the archs the SDK lacks, the accepted forms and the SDK's archs.
+    """
+    groups, err = parse_arch_spec(spec)
+    if real_archs == None:
+        if err:
+            return None, "%s: %s" % (origin, err)
+        return groups, None
+    archs = ", ".join(real_archs + virtual_archs)
+    if err:
+        return None, "%s: %s.\nCUDA %s supports: %s" % (origin, err, version, archs)
+    bad = unsupported_archs(groups, real_archs, virtual_archs)
+    if bad:
+        return None, ("%s: CUDA %s does not support arch(s) %s.\n" +
+                      "Accepted forms: %s.\nThis SDK supports: %s") % (
+            origin,
+            version,
+            ", ".join(bad),
+            ACCEPTED_FORMS,
+            archs,
+        )
+    return groups, None

@@ -1,12 +1,15 @@
 """The device link's plan: what a device link links (one nvlink per real or `lto_`
 arch), nvcc's `-dlink` plan split per arch, the roles each step passes, and the check that
-every relocatable library has code for every linked arch.
+every relocatable library has code for every linked arch; the actions of a device link
+as data (link_actions), which both front ends only render.
 
 Part of the plan model (plan.bzl states its error convention: errors are returned).
 """
 
+load("//rules_cuda_split/private/model:naming.bzl", "role_paths")
 load(
     "//rules_cuda_split/private/model:vocabulary.bzl",
+    "ACTIONS",
     "LINK_FATBINARY",
     "LINK_HOST_COMPILE",
     "LINK_INPUT",
@@ -150,3 +153,71 @@ def missing_device_code(libraries, links):
                 codes,
             ))
     return lines
+
+def link_actions(groups, libraries, *, target, origin, host_flags = []):
+    """The actions of the device link of a binary with arch spec `groups`, one a step of
+    link_steps, as data both front ends only render.
+
+    Args:
+      groups: the result of parse_arch_spec.
+      libraries: list of `<label>|<codes>` strings, the relocatable libraries linked
+        (missing_device_code's).
+      target: string, the name the link's files live under (`_cuda/<target>/dlink`).
+      origin: string, the target, for messages and progress.
+      host_flags: list[string], host compiler flags of the steps that run the host
+        compiler (ACTIONS' `host_compiler`: the link stub's compile), e.g. PIC flags.
+
+    Returns:
+      (plan, error): None and the message (the spec has no real or `lto_` arch; a library
+      lacks code for a linked arch), or struct(paths, actions) and None. `paths`:
+      {role: path relative to the target's output directory} of the link's own files.
+      `actions`: a list of struct(kind, kinds, arch, mnemonic, progress, inputs, outputs,
+      lists, file_roles, trace, nvcc_flags, sdk_files): the step (its kind is its ACTIONS
+      key; `kinds`: [kind], as compile_actions'), the roles read (LINK_INPUT ones name the
+      linked sources' files), the roles written, link_steps' `lists`, the roles passed as
+      `--file`, no trace (""), the nvcc flags, and the SDK's tools it runs with.
+    """
+    links = link_archs(groups)
+    if not links:
+        return None, (
+            "%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
+                origin,
+                ", ".join([g.virtual for g in groups]),
+            )
+        )
+    missing = missing_device_code(libraries, links)
+    if missing:
+        return None, "%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
+            origin,
+            ", ".join([link[0] for link in links]),
+            "\n".join(missing),
+        )
+    steps = link_steps(groups)
+    paths, err = role_paths(
+        "_cuda/%s/dlink" % target,
+        "dlink",
+        [r for step in steps for r in step.outputs],
+    )
+    if err:
+        return None, "%s: %s" % (origin, err)
+    actions = []
+    for step in steps:
+        kind = ACTIONS[step.kind]
+        actions.append(struct(
+            kind = step.kind,
+            kinds = [step.kind],
+            arch = step.arch,
+            mnemonic = kind.mnemonic,
+            progress = kind.progress % link_progress_args(step, origin),
+            inputs = step.inputs,
+            outputs = step.outputs,
+            lists = step.lists,
+            file_roles = link_file_roles(step),
+            trace = "",
+            # Every step's flags name every linked arch, as nvcc -dlink's do (link_flags):
+            # an nvlink's cubin is nvcc's.
+            nvcc_flags = step.nvcc_flags +
+                         (["-Xcompiler=" + f for f in host_flags] if kind.host_compiler else []),
+            sdk_files = kind.sdk_files,
+        ))
+    return struct(paths = paths, actions = actions), None

@@ -12,14 +12,15 @@ private/actions and private/rules, Buck2's buck2/cuda) and the tests load throug
   - vocabulary.bzl: the step and link kinds, the file names of roles, the actions and
     their mnemonics (generated; re-exported here);
   - arch_spec.bzl: the arch-spec grammar (parse_arch_spec, gencode, unsupported_archs,
-    tile_arch_error);
+    tile_arch_error), and a target's spec checked against its SDK (resolve_arch_spec);
   - source_plan.bzl: one source's steps (source_steps, step_roles, files_by_arch);
   - action_groups.bzl: the grouping of a source's steps into actions (source_actions);
   - naming.bzl: file names and directories, traces, the random seed;
   - compile_plan.bzl: one source's compile as data, every action with what it reads,
     writes and passes (compile_actions), and the checks of the flags (compile_check),
     which both front ends only turn into actions;
-  - link_plan.bzl: the device link (link_archs, link_steps, missing_device_code).
+  - link_plan.bzl: the device link (link_archs, link_steps, missing_device_code), and
+    its actions as data (link_actions), which both front ends only render.
 
 Pure functions and constants, no Bazel APIs, so the same files run under a plain Starlark
 interpreter in the tests (tests/support/plan_bzl.py) and under Buck2.
@@ -41,6 +42,7 @@ load(
     _codes_of = "codes_of",
     _gencode = "gencode",
     _parse_arch_spec = "parse_arch_spec",
+    _resolve_arch_spec = "resolve_arch_spec",
     _tile_arch_error = "tile_arch_error",
     _unsupported_archs = "unsupported_archs",
 )
@@ -51,6 +53,7 @@ load(
 )
 load(
     "//rules_cuda_split/private/model:link_plan.bzl",
+    _link_actions = "link_actions",
     _link_archs = "link_archs",
     _link_file_roles = "link_file_roles",
     _link_flags = "link_flags",
@@ -132,6 +135,7 @@ ACCEPTED_FORMS = _ACCEPTED_FORMS
 codes_of = _codes_of
 gencode = _gencode
 parse_arch_spec = _parse_arch_spec
+resolve_arch_spec = _resolve_arch_spec
 tile_arch_error = _tile_arch_error
 unsupported_archs = _unsupported_archs
 
@@ -156,6 +160,7 @@ compile_actions = _compile_actions
 compile_check = _compile_check
 
 # The device link (link_plan.bzl)
+link_actions = _link_actions
 link_archs = _link_archs
 link_file_roles = _link_file_roles
 link_flags = _link_flags
