@@ -1,39 +1,24 @@
-"""The actions of the Buck2 CUDA rules: one step runner action per step and arch of a
-source (plan.bzl's source_actions), and one per step of the device link (plan.bzl's
+"""The actions of the Buck2 CUDA rules: one step runner action per action of a source's
+compile (plan.bzl's compile_actions), and one per step of the device link (plan.bzl's
 link_steps: one nvlink per arch).
 
-The shape (which actions, which files, the arguments of each) comes from
-`rules_cuda_split/private/model/plan.bzl` and `runner.bzl`, as the Bazel rules' does; this file
-only renders it with Buck2's API (`cmd_args`, `ctx.actions.declare_output`, `write`,
-`run`).
+The shape (which actions, which files, the flags and arguments of each, the checks of the
+flags against the SDK) comes from `rules_cuda_split/private/model/plan.bzl` and
+`runner.bzl`, as the Bazel rules' does; this file only renders it with Buck2's API
+(`cmd_args`, `ctx.actions.declare_output`, `write`, `run`).
 """
 
-load("//rules_cuda_split/private/model:flags.bzl", "without_preprocessor_options")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
-    "ACTIONS",
-    "CICC",
     "LINK_INPUT",
     "NVLINK",
-    "PTXAS",
-    "file_name",
-    "link_archs",
-    "link_file_roles",
-    "link_progress_args",
-    "link_steps",
-    "missing_device_code",
-    "random_seed_flags",
-    "source_actions",
-    "source_dir",
-    "source_stem",
-    "source_steps",
-    "step_roles",
-    "time_trace_name",
+    "compile_actions",
+    "link_actions",
 )
 load(
     "//rules_cuda_split/private/model:runner.bzl",
     "RUNNER_PYTHON_FLAGS",
-    "step_arguments",
+    "action_arguments",
 )
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -70,23 +55,39 @@ def sdk_inputs(toolchain, names):
         files += toolchain.sdk_files.get(name, [])
     return files
 
-def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, identifier):
-    """One action running the step runner, as the Bazel rules run it:
+def declare_plan(ctx, plan, err):
+    """The files of a plan of plan.bzl (compile_actions, link_actions), declared; fails
+    with the plan's error.
+
+    Returns:
+      struct(paths, files): the plan's paths and the declared Artifact of each, by role.
+    """
+    if err:
+        fail(err)
+    return struct(
+        paths = plan.paths,
+        files = {role: ctx.actions.declare_output(path) for role, path in plan.paths.items()},
+    )
+
+def run_step(ctx, toolchain, action, declared, *, items, inputs, identifier):
+    """One action of a plan running the step runner, as the Bazel rules run it:
     `<python> -B -S -E <runner>/launch.py @<params>` (`python` is the toolchain's
-    interpreter), the arguments one a line in the params file.
+    interpreter), the arguments one a line in the params file (beside the action's first
+    output, `-0.params` after its name).
 
     Args:
       ctx: the rule context.
       toolchain: CudaToolchainInfo.
-      key: string, the action's key in plan.bzl's ACTIONS.
+      action: an action of a plan of plan.bzl (compile_actions, link_actions): its
+        mnemonic (the category, in snake_case), the toolchain's tools it runs with
+        (`sdk_files`), its outputs and progress message.
+      declared: declare_plan's struct(paths, files) of that plan.
       items: runner.bzl's argument items.
       inputs: list[Artifact], what the step reads besides the SDK and the runner.
-      outputs: list[Artifact], declared outputs the step writes.
-      params: string, the params file's path (relative to the target's output dir).
-      progress: string, what the action does (Bazel's progress message).
       identifier: string, unique among the target's actions of the same category.
     """
-    action = ACTIONS[key]
+    outputs = [declared.files[r] for r in action.outputs]
+    params = declared.paths[action.outputs[0]] + "-0.params"
 
     # The params file names outputs and inputs by path only: the action below declares
     # them (hidden), so the write action depends on none of them.
@@ -104,7 +105,7 @@ def run_step(ctx, toolchain, *, key, items, inputs, outputs, params, progress, i
         category = category_of(action.mnemonic),
         identifier = identifier,
         # Bazel's progress message, for `buck2 log what-ran` readers.
-        env = {"CUDA_SPLIT_PROGRESS": progress},
+        env = {"CUDA_SPLIT_PROGRESS": action.progress},
     )
 
 def compile_source(
@@ -119,7 +120,9 @@ def compile_source(
         device_nvcc_flags = None,
         include_flags = [],
         target = None):
-    """Emits the split actions compiling `src`, one per step and arch.
+    """Emits the split actions compiling `src`, one per step and arch (plan.bzl's
+    compile_actions: also the checks of the flags against the toolchain's `version`, and
+    the tile steps of `--enable-tile`/`--tile-only`).
 
     Args:
       ctx: the rule context.
@@ -127,7 +130,7 @@ def compile_source(
       src: Artifact, the source.
       rel: string, its path in the package.
       groups: the parsed arch spec (plan.bzl's parse_arch_spec).
-      nvcc_flags: list of strings and cmd_args, the target's nvcc flags.
+      nvcc_flags: list[string], the target's nvcc flags.
       headers: list[Artifact], headers the source may include.
       device_nvcc_flags: the flags of the actions that run no host compiler step (plan.bzl's
         ACTIONS `host_compiler`): `nvcc_flags` less the host compiler's own. Default:
@@ -140,60 +143,40 @@ def compile_source(
       struct(obj, files): the object and the files by role (with the toolchain's
       `time_trace`, each cicc and ptxas trace as `time_trace:<kind>:<arch>`).
     """
-    steps = source_steps(groups)
-    out_dir = source_dir(target or ctx.label.name, rel)
-
-    # nvcc's -frandom-seed, as the Bazel rules give it (plan.bzl).
-    seed = random_seed_flags(nvcc_flags, ctx.label.package, target or ctx.label.name, rel)
-    stem = source_stem(rel.rpartition("/")[2])
-    paths = {}
-    files = {}
-    for role in step_roles(steps):
-        paths[role] = "%s/%s" % (out_dir, file_name(stem, role))
-        files[role] = ctx.actions.declare_output(paths[role])
-    for action in source_actions(steps):
-        key = action.key
-        outputs = [files[r] for r in action.outputs]
-        trace = None
-        if toolchain.time_trace and action.kinds in ([CICC], [PTXAS]):
-            # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
-            trace = ctx.actions.declare_output("%s/%s" % (
-                out_dir,
-                time_trace_name(stem, action.kinds[0], action.arch),
-            ))
-            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
-            outputs.append(trace)
-        items = step_arguments(
-            action.kinds,
-            action.arch,
-            toolchain.nvcc,
-            toolchain.host_compiler,
-            src = src,
-            files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
-            nvcc_flags = action.nvcc_flags,
-            time_trace = trace,
-        )
-        flags = nvcc_flags if ACTIONS[key].host_compiler or device_nvcc_flags == None else (
-            device_nvcc_flags
-        )
-        device_only = [k for k in action.kinds if k not in (CICC, PTXAS)] == []
-        if device_only:
-            # nvcc's plan for cicc and ptxas reads no preprocessor option.
-            flags = without_preprocessor_options(flags)
-        flags = flags + seed + ([] if device_only else include_flags)
+    name = target or ctx.label.name
+    plan, err = compile_actions(
+        groups,
+        nvcc_flags,
+        package = ctx.label.package,
+        target = name,
+        rel = rel,
+        src_name = rel,
+        version = toolchain.version,
+        origin = "//%s:%s" % (ctx.label.package, name),
+        device_nvcc_flags = device_nvcc_flags,
+        # The toolchain's time_trace stands for Bazel's //cuda:time_trace.
+        time_trace = toolchain.time_trace,
+    )
+    declared = declare_plan(ctx, plan, err)
+    files = declared.files
+    for action in plan.actions:
         inputs = [files[r] for r in action.inputs]
-        if ACTIONS[key].reads_source:
+        if action.reads_source:
             inputs += [src] + headers
+        items = action_arguments(action, files, toolchain.nvcc, toolchain.host_compiler, src = src)
+
+        # The include directories (cmd_args of paths), after the plan's flags.
+        items += [
+            struct(format = "--nvcc-flag=%s", value = f)
+            for f in (include_flags if action.includes else [])
+        ]
         run_step(
             ctx,
             toolchain,
-            key = key,
-            # The target's flags, after the plan's (strings, and cmd_args for paths).
-            items = items + [struct(format = "--nvcc-flag=%s", value = f) for f in flags],
+            action,
+            declared,
+            items = items,
             inputs = inputs,
-            outputs = outputs,
-            params = paths[action.outputs[0]] + "-0.params",
-            progress = ACTIONS[key].progress % (rel, action.arch),
             identifier = "%s %s %s" % (rel, action.key, action.arch),
         )
     return struct(obj = files["obj"], files = files)
@@ -240,51 +223,33 @@ def device_link(ctx, toolchain, *, info, groups, target = None):
       struct(obj, linked): the object to link into the binary, {real arch: linked cubin}.
     """
     name = target or ctx.label.name
-    links = link_archs(groups)
-    if not links:
-        fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
-            name,
-            ", ".join([g.virtual for g in groups]),
-        ))
-    missing = missing_device_code(info.libraries, links)
-    if missing:
-        fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
-            name,
-            ", ".join([link[0] for link in links]),
-            "\n".join(missing),
-        ))
-    base = "_cuda/%s/dlink" % name
-    label = "//%s:%s" % (ctx.label.package, name)
-    steps = link_steps(groups)
-    paths = {}
-    files = {}
-    for step in steps:
-        for role in step.outputs:
-            paths[role] = "%s/%s" % (base, file_name("dlink", role))
-            files[role] = ctx.actions.declare_output(paths[role])
-    for step in steps:
-        action = ACTIONS[step.kind]
-        host_flags = toolchain.pic_flags if action.host_compiler else []
+    plan, err = link_actions(
+        groups,
+        info.libraries,
+        target = name,
+        origin = "//%s:%s" % (ctx.label.package, name),
+        host_flags = toolchain.pic_flags,
+    )
+    declared = declare_plan(ctx, plan, err)
+    files = declared.files
+    for action in plan.actions:
+        lists = [(flag, _files(info, files, roles)) for flag, roles in action.lists]
         run_step(
             ctx,
             toolchain,
-            key = step.kind,
-            items = step_arguments(
-                [step.kind],
-                step.arch,
+            action,
+            declared,
+            items = action_arguments(
+                action,
+                files,
                 toolchain.nvcc,
                 toolchain.host_compiler,
-                lists = [(flag, _files(info, files, roles)) for flag, roles in step.lists],
-                files = [(r, files[r]) for r in link_file_roles(step)],
-                nvcc_flags = step.nvcc_flags + ["-Xcompiler=" + f for f in host_flags],
+                lists = lists,
             ),
-            inputs = _files(info, files, step.inputs),
-            outputs = [files[r] for r in step.outputs],
-            params = paths[step.outputs[0]] + "-0.params",
-            progress = action.progress % link_progress_args(step, label),
-            identifier = "dlink " + step.arch if step.arch else "dlink",
+            inputs = _files(info, files, action.inputs),
+            identifier = "dlink " + action.arch if action.arch else "dlink",
         )
     return struct(
         obj = files["obj"],
-        linked = {s.arch: files["linked:" + s.arch] for s in steps if s.kind == NVLINK},
+        linked = {a.arch: files["linked:" + a.arch] for a in plan.actions if a.kind == NVLINK},
     )

@@ -10,11 +10,9 @@ load("//buck2/cuda:providers.bzl", "CudaLibraryInfo", "CudaToolchainInfo")
 load("//rules_cuda_split/private/model:flags.bzl", "check_nvcc_flags", "without_host_options")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
-    "ACCEPTED_FORMS",
     "codes_of",
     "files_by_arch",
-    "parse_arch_spec",
-    "unsupported_archs",
+    "resolve_arch_spec",
 )
 load("//rules_cuda_split/private/model:runner.bzl", "RUNNER_MAIN", "RUNNER_PYTHON")
 load("//rules_cuda_split/private/model:tools.bzl", "sdk_tool_globs")
@@ -169,18 +167,16 @@ cuda_toolchain = rule(
 def _resolve_archs(ctx, toolchain):
     """The target's parsed arch spec: its `archs`, else the toolchain's default."""
     spec = ctx.attrs.archs or toolchain.archs
-    groups, err = parse_arch_spec(spec)
+    groups, err = resolve_arch_spec(
+        spec,
+        "%s (archs = \"%s\")" % (ctx.label.name, spec),
+        toolchain.version,
+        # An empty list (the attribute's default) checks no arch.
+        toolchain.real_archs or None,
+        toolchain.virtual_archs,
+    )
     if err:
-        fail("%s (archs = \"%s\"): %s" % (ctx.label.name, spec, err))
-    if toolchain.real_archs:
-        bad = unsupported_archs(groups, toolchain.real_archs, toolchain.virtual_archs)
-        if bad:
-            fail("%s: CUDA %s does not support arch(s) %s.\nAccepted forms: %s" % (
-                ctx.label.name,
-                toolchain.version,
-                ", ".join(bad),
-                ACCEPTED_FORMS,
-            ))
+        fail(err)
     return groups
 
 def _checked(ctx, flags, origin):

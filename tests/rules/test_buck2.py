@@ -41,6 +41,7 @@ import pytest
 from buck2 import recorder
 from buck2.recorder import Target
 from support.bazel_util import REPO, bazel
+from support.starlark_util import eval_json
 
 BZL_FILES = sorted((REPO / "buck2").rglob("*.bzl"))
 # The pure model the Buck2 rules share with the Bazel rules: every file loads in Buck2's
@@ -349,6 +350,80 @@ def test_the_toolchains_interpreter_runs_every_step() -> None:
     for argv in argvs:
         assert argv[:4] == [python, "-B", "-S", "-E"], argv
         assert argv[4].endswith("cuda_split/runner/launch.py"), argv
+
+
+def _tile_targets(version: str, archs: str) -> list[Target]:
+    """The toolchain of SDK `version` and saxpy with `--enable-tile`, for `archs`."""
+    runner, toolchain = recorder.toolchain_targets(archs, HOST_COMPILER)
+    toolchain = dataclasses.replace(toolchain, kwargs={**toolchain.kwargs, "version": version})
+    saxpy = dataclasses.replace(
+        EXAMPLES[1], kwargs={**EXAMPLES[1].kwargs, "copts": ["--enable-tile"]}
+    )
+    return [runner, toolchain, EXAMPLES[0], saxpy]
+
+
+def test_buck2_refuses_an_option_the_toolchains_nvcc_lacks() -> None:
+    """plan.bzl's compile_check, as the Bazel rules run it (tests/analysis/cases.bzl's
+    tile_on_13_0): --enable-tile with CUDA 13.0 fails the target, with Bazel's message."""
+    with pytest.raises(RuntimeError) as refused:
+        recorder.run(_tile_targets("13.0.88", "sm_90"))
+    assert (
+        "the nvcc flags of //examples/saxpy:saxpy: '--enable-tile' is not an option of "
+        "CUDA 13.0.88's nvcc (tile compilation, tileiras); the CUDA versions whose nvcc "
+        "has it: 13.5"
+    ) in str(refused.value)
+
+
+def test_buck2_refuses_tile_code_for_two_real_archs_of_one_virtual() -> None:
+    """plan.bzl's tile_arch_error, through compile_check, under Buck2 too."""
+    with pytest.raises(RuntimeError) as refused:
+        recorder.run(_tile_targets("13.5.37", "compute_80:sm_80,sm_86"))
+    assert (
+        "//examples/saxpy:saxpy: tile compilation (--enable-tile, --tile-only) takes one real "
+        "arch per virtual arch"
+    ) in str(refused.value)
+
+
+def test_buck2_registers_the_plans_tile_actions(tmp_path: pathlib.Path) -> None:
+    """With --enable-tile and a 13.5 toolchain, Buck2 registers the actions of plan.bzl's
+    compile_actions for the source, in its order: the tile steps (tileiras, the tile
+    fatbinary) among them, each with the plan's nvcc flags, files and trace."""
+    report = recorder.run(_tile_targets("13.5.37", "sm_80,sm_90"))
+    writes = recorder.writes_of(report)
+    categories = _mnemonics()
+    got = [
+        (categories[a["category"]], recorder.expanded_argv(a, writes)[5:])
+        for a in report["examples/saxpy:saxpy"]["actions"]
+        if a["kind"] == "run" and a["category"] in categories
+    ]
+    plan = eval_json(
+        tmp_path,
+        'load("//rules_cuda_split/private/model:plan.bzl", "compile_actions", '
+        '"parse_arch_spec")\n'
+        'groups, _ = parse_arch_spec("sm_80,sm_90")\n'
+        "plan, err = compile_actions(groups, ['--enable-tile'], package = 'examples/saxpy', "
+        "target = 'saxpy', rel = 'saxpy.cu', src_name = 'saxpy.cu', version = '13.5.37', "
+        "origin = '//examples/saxpy:saxpy')\n"
+        "print(json.encode([{'mnemonic': a.mnemonic, 'kinds': a.kinds, 'arch': a.arch,\n"
+        "    'nvcc_flags': a.nvcc_flags, 'files': {r: plan.paths[r] for r in a.file_roles}}\n"
+        "    for a in plan.actions]))\n",
+    )
+    assert "tileiras" in {k for a in plan for k in a["kinds"]}
+    assert [m for m, _ in got] == [a["mnemonic"] for a in plan]
+    for (_, argv), action in zip(got, plan, strict=True):
+        values = {
+            flag: [v for f, v in zip(argv, argv[1:], strict=False) if f == flag]
+            for flag in ("--kind", "--arch")
+        }
+        assert values["--kind"] == action["kinds"], argv
+        assert values["--arch"] == ([action["arch"]] if action["arch"] else []), argv
+        flags = [a[len("--nvcc-flag=") :] for a in argv if a.startswith("--nvcc-flag=")]
+        gencodes = [f for f in action["nvcc_flags"] if f.startswith("-gencode")]
+        assert [f for f in flags if f.startswith("-gencode")] == gencodes, argv
+        files = dict(a[len("--file=") :].split("=", 1) for a in argv if a.startswith("--file="))
+        assert {r: p.rpartition("/")[2] for r, p in files.items()} == {
+            r: p.rpartition("/")[2] for r, p in action["files"].items()
+        }, argv
 
 
 @pytest.fixture(scope="module", params=[*ARCH_SPECS, TRACED_SPEC])

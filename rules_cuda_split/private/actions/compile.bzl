@@ -1,36 +1,27 @@
 """The compile emitters: one `.cu` source, split per step and arch
 (`emit_compile_split`), or as one action (`emit_compile_mono`).
 
-Starlark decides the shape (which steps exist, what each declares: plan.bzl); the Python
+Starlark decides the shape (which actions exist, what each reads, writes and passes:
+plan.bzl's compile_actions, which this file only turns into actions); the Python
 step runner (`//tools:step_runner`) asks the SDK's nvcc for the exact command of each
 step. Public through //rules_cuda_split:actions.bzl.
 """
 
-load(
-    "//rules_cuda_split/private/model:flags.bzl",
-    "options_not_in_version",
-    "tile_mode",
-    "without_preprocessor_options",
-)
+load("//rules_cuda_split/private/model:flags.bzl", "tile_mode")
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
     "ACTIONS",
-    "CICC",
     "MONO",
-    "PTXAS",
-    "file_name",
+    "compile_actions",
+    "compile_check",
     "gencode",
     "random_seed_flags",
-    "source_actions",
+    "role_paths",
     "source_dir",
     "source_stem",
-    "source_steps",
-    "step_roles",
-    "tile_arch_error",
-    "time_trace_name",
 )
-load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "action_arguments", "step_arguments")
 load("//rules_cuda_split/private/rules:common.bzl", "time_trace_enabled")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
@@ -131,25 +122,13 @@ def _flag_args(args, flags):
     # The --flag=VALUE form keeps argparse from reading an nvcc flag as its own option.
     args.add_all(flags, format_each = "--nvcc-flag=%s")
 
-def _base_args(
-        ctx,
-        kinds,
-        arch,
-        toolchain,
-        cc_toolchain,
-        src,
-        files = [],
-        nvcc_flags = [],
-        time_trace = None):
+def _mono_args(ctx, toolchain, cc_toolchain, src):
     return step_args(ctx, step_arguments(
-        kinds,
-        arch,
+        [MONO],
+        "",
         toolchain.toolkit.nvcc,
         cc_toolchain.compiler_executable,
         src = src,
-        files = files,
-        nvcc_flags = nvcc_flags,
-        time_trace = time_trace,
     ))
 
 def emit_compile_split(
@@ -201,52 +180,37 @@ def emit_compile_split(
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_split needs src, groups, toolchain and cc_toolchain")
-    traced = time_trace_enabled(ctx)
-
-    # An option this SDK's nvcc lacks (--enable-tile with 13.0) fails here, at analysis.
-    _check_flags(ctx, groups, nvcc_flags, toolchain)
-    steps = source_steps(groups, per_arch_list, tile_mode(nvcc_flags))
-    out_dir = _source_dir(ctx, src)
-    stem = _stem(src)
-    files = {}
-    for role in step_roles(steps):
-        files[role] = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(stem, role)))
-    if device_nvcc_flags == None:
-        device_nvcc_flags = nvcc_flags
-    seed = _seed_flags(ctx, src, nvcc_flags)
-    for action in source_actions(steps):
-        kind = ACTIONS[action.key]
-        flags = nvcc_flags if kind.host_compiler else device_nvcc_flags
-        device_only = [k for k in action.kinds if k not in (CICC, PTXAS)] == []
-        if device_only:
-            # cicc and ptxas read the device-preprocessed source and the PTX: the
-            # preprocessor's options reach neither tool.
-            flags = without_preprocessor_options(flags)
+    plan, err = compile_actions(
+        groups,
+        nvcc_flags,
+        package = ctx.label.package,
+        target = ctx.label.name,
+        rel = _source_rel(ctx, src),
+        src_name = src.short_path,
+        version = toolchain.toolkit.version,
+        origin = label_text(ctx.label),
+        device_nvcc_flags = device_nvcc_flags,
+        per_arch_list = per_arch_list,
+        time_trace = time_trace_enabled(ctx),
+    )
+    if err:
+        # An option this SDK's nvcc lacks (--enable-tile with 13.0) fails here, at analysis.
+        fail(err)
+    files = {role: ctx.actions.declare_file(path) for role, path in plan.paths.items()}
+    for action in plan.actions:
         outputs = [files[r] for r in action.outputs]
-        trace = None
-        if traced and action.kinds in ([CICC], [PTXAS]):
-            trace = ctx.actions.declare_file("%s/%s" % (
-                out_dir,
-                time_trace_name(stem, action.kinds[0], action.arch),
-            ))
-            files["time_trace:%s:%s" % (action.kinds[0], action.arch)] = trace
-            outputs.append(trace)
-        args = _base_args(
-            ctx,
-            action.kinds,
-            action.arch,
-            toolchain,
-            cc_toolchain,
-            src,
-            files = [(r, files[r]) for r in action.inputs + action.outputs + action.names],
-            nvcc_flags = action.nvcc_flags + flags + seed,
-            time_trace = trace,
-        )
-        if not device_only:
+        args = step_args(ctx, action_arguments(
+            action,
+            files,
+            toolchain.toolkit.nvcc,
+            cc_toolchain.compiler_executable,
+            src = src,
+        ))
+        if action.includes:
             _include_args(args, include_dirs, _include_anchors(include_dirs, outputs[0], headers))
         direct = [files[r] for r in action.inputs]
-        transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, kind.sdk_files)
-        if kind.reads_source:
+        transitive = [cc_toolchain.all_files] + sdk_inputs(toolchain, action.sdk_files)
+        if action.reads_source:
             direct.append(src)
             transitive.append(headers)
         run_step(
@@ -254,8 +218,8 @@ def emit_compile_split(
             args = args,
             inputs = depset(direct, transitive = transitive),
             outputs = outputs,
-            mnemonic = kind.mnemonic,
-            progress_message = _progress(ctx, kind.progress % (src.short_path, action.arch)),
+            mnemonic = action.mnemonic,
+            progress_message = _progress(ctx, action.progress),
         )
     return struct(
         obj = files["obj"],
@@ -282,32 +246,40 @@ def emit_compile_mono(
     """Emits one action compiling `src` with nvcc's whole plan (rules_cuda's shape).
 
     Same arguments, seed and result as emit_compile_split, less `device_nvcc_flags` and
-    `per_arch_list` (`include_dirs` reach the one action); nvcc's intermediate files are left in a directory output, and the
-    device files, for the output groups, in one directory each (`.ptx/`, `.cubin/`,
-    `.fatbin/`): `ptx`, `cubins` and `fatbins` are those directories, and `files` has
-    the `module_id` only.
+    `per_arch_list` (`include_dirs` reach the one action); nvcc's intermediate files are
+    left in a directory output, and the device files, for the output groups, in one
+    directory each (`.ptx/`, `.cubin/`, `.fatbin/`): `ptx`, `cubins` and `fatbins` are
+    those directories, and `files` has the `module_id` only.
     """
     if not src or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_compile_mono needs src, groups, toolchain and cc_toolchain")
     _check_flags(ctx, groups, nvcc_flags, toolchain)
     out_dir = _source_dir(ctx, src)
-    obj = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "obj")))
-    module_id = ctx.actions.declare_file("%s/%s" % (out_dir, file_name(_stem(src), "module_id")))
+    paths, err = role_paths(out_dir, _stem(src), ["obj", "module_id"])
+    if err:
+        fail("%s: %s" % (label_text(ctx.label), err))
+    obj = ctx.actions.declare_file(paths["obj"])
+    module_id = ctx.actions.declare_file(paths["module_id"])
     keep = ctx.actions.declare_directory(out_dir + ".mono")
     groups_dirs = {
         kind: ctx.actions.declare_directory("%s.%s" % (out_dir, kind))
         for kind in _MONO_GROUPS
     }
     action = ACTIONS[MONO]
-    args = _base_args(ctx, [MONO], "", toolchain, cc_toolchain, src)
+    args = _mono_args(ctx, toolchain, cc_toolchain, src)
     args.add(obj, format = "--file=obj=%s")
     args.add(module_id, format = "--file=module_id=%s")
 
     # Directories by their paths (Args#add refuses them; add_all maps them unexpanded).
     args.add_all([keep], before_each = "--mono-dir", expand_directories = False)
     for kind, d in groups_dirs.items():
-        args.add_all([d], format_each = "--mono-group=%s=" % kind + "%s", expand_directories = False)
-    _flag_args(args, [gencode(g) for g in groups] + nvcc_flags + _seed_flags(ctx, src, nvcc_flags))
+        args.add_all(
+            [d],
+            format_each = "--mono-group=%s=" % kind + "%s",
+            expand_directories = False,
+        )
+    seed = _seed_flags(ctx, src, nvcc_flags)
+    _flag_args(args, [gencode(g) for g in groups] + nvcc_flags + seed)
     _include_args(args, include_dirs, _include_anchors(include_dirs, obj, headers))
     run_step(
         ctx,
@@ -336,14 +308,7 @@ def emit_compile_mono(
 def _check_flags(ctx, groups, nvcc_flags, toolchain):
     # At analysis: an option this SDK's nvcc lacks (--enable-tile with 13.0), and tile
     # code for archs nvcc's tile plan cannot build.
-    err = options_not_in_version(
-        nvcc_flags,
-        toolchain.toolkit.version,
-        "the nvcc flags of %s" % label_text(ctx.label),
-    )
-    if not err and tile_mode(nvcc_flags):
-        err = tile_arch_error(groups)
-        err = "%s: %s" % (label_text(ctx.label), err) if err else ""
+    err = compile_check(groups, nvcc_flags, toolchain.toolkit.version, label_text(ctx.label))
     if err:
         fail(err)
 

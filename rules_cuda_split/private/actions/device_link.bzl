@@ -1,5 +1,6 @@
 """The device-link emitter (`emit_device_link`): one action per step of plan.bzl's
-link_steps (nvlink per arch, the registration file, fatbinary -link, link.stub).
+link_steps (nvlink per arch, the registration file, fatbinary -link, link.stub), as
+plan.bzl's link_actions has them; this file only turns them into actions.
 
 Public through //rules_cuda_split:actions.bzl.
 """
@@ -7,17 +8,11 @@ Public through //rules_cuda_split:actions.bzl.
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
-    "ACTIONS",
     "LINK_INPUT",
     "NVLINK",
-    "file_name",
-    "link_archs",
-    "link_file_roles",
-    "link_progress_args",
-    "link_steps",
-    "missing_device_code",
+    "link_actions",
 )
-load("//rules_cuda_split/private/model:runner.bzl", "step_arguments")
+load("//rules_cuda_split/private/model:runner.bzl", "action_arguments")
 load(":step.bzl", "run_step", "sdk_inputs", "step_args")
 
 def _source_files(rdc, role):
@@ -72,52 +67,36 @@ def emit_device_link(ctx, *, rdc, groups, toolchain, cc_toolchain, host_flags = 
     """
     if rdc == None or not groups or toolchain == None or cc_toolchain == None:
         fail("emit_device_link needs rdc, groups, toolchain and cc_toolchain")
-    links = link_archs(groups)
-    if not links:
-        fail("%s: device link needs a real or lto_ arch; the arch spec has only PTX (%s)" % (
-            label_text(ctx.label),
-            ", ".join([g.virtual for g in groups]),
-        ))
-    missing = missing_device_code(rdc.libraries.to_list(), links)
-    if missing:
-        fail("%s: cannot device-link for %s: relocatable libraries lack archs:\n%s" % (
-            label_text(ctx.label),
-            ", ".join([l[0] for l in links]),
-            "\n".join(missing),
-        ))
-    base = "_cuda/%s/dlink" % ctx.label.name
-    label = label_text(ctx.label)
-    steps = link_steps(groups)
-    declared = {}
-    for step in steps:
-        for role in step.outputs:
-            declared[role] = ctx.actions.declare_file("%s/%s" % (base, file_name("dlink", role)))
-    for step in steps:
-        action = ACTIONS[step.kind]
-        args = step_args(ctx, step_arguments(
-            [step.kind],
-            step.arch,
+    plan, err = link_actions(
+        groups,
+        rdc.libraries.to_list(),
+        target = ctx.label.name,
+        origin = label_text(ctx.label),
+        host_flags = host_flags,
+    )
+    if err:
+        fail(err)
+    declared = {role: ctx.actions.declare_file(path) for role, path in plan.paths.items()}
+    for action in plan.actions:
+        args = step_args(ctx, action_arguments(
+            action,
+            declared,
             toolchain.toolkit.nvcc,
             cc_toolchain.compiler_executable,
-            lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in step.lists],
-            files = [(r, declared[r]) for r in link_file_roles(step)],
-            # Every step's flags name every linked arch, as nvcc -dlink's do (plan.bzl's
-            # link_flags): an nvlink's cubin is nvcc's.
-            nvcc_flags = step.nvcc_flags +
-                         (["-Xcompiler=" + f for f in host_flags] if action.host_compiler else []),
+            lists = [(flag, _listed(rdc, declared, roles)) for flag, roles in action.lists],
         ))
         run_step(
             ctx,
             args = args,
             inputs = depset(
-                transitive = [_files(rdc, declared, step.inputs)] +
+                transitive = [_files(rdc, declared, action.inputs)] +
                              sdk_inputs(toolchain, action.sdk_files) + [cc_toolchain.all_files],
             ),
-            outputs = [declared[r] for r in step.outputs],
+            outputs = [declared[r] for r in action.outputs],
             mnemonic = action.mnemonic,
-            progress_message = action.progress % link_progress_args(step, label),
+            progress_message = action.progress,
         )
     return struct(
         obj = declared["obj"],
-        cubins = [declared["linked:" + s.arch] for s in steps if s.kind == NVLINK],
+        cubins = [declared["linked:" + a.arch] for a in plan.actions if a.kind == NVLINK],
     )

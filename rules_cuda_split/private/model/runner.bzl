@@ -76,3 +76,29 @@ def step_arguments(
         items += ["--time-trace", _path_of(time_trace)]
     items += ["--nvcc-flag=" + f for f in nvcc_flags]
     return items
+
+def action_arguments(action, files, nvcc, host_compiler, src = None, lists = []):
+    """step_arguments of one action of plan.bzl's compile_actions or link_actions.
+
+    Args:
+      action: the action: its `kinds`, `arch`, `file_roles`, `trace` and `nvcc_flags`.
+      files: {role: file} of the plan's roles (the build system's file objects).
+      nvcc: as step_arguments'.
+      host_compiler: as step_arguments'.
+      src: as step_arguments'.
+      lists: as step_arguments' (the action's `lists` with their files).
+
+    Returns:
+      list of items (see the module's docstring).
+    """
+    return step_arguments(
+        action.kinds,
+        action.arch,
+        nvcc,
+        host_compiler,
+        src = src,
+        lists = lists,
+        files = [(r, files[r]) for r in action.file_roles],
+        nvcc_flags = action.nvcc_flags,
+        time_trace = files[action.trace] if action.trace else None,
+    )

@@ -5,9 +5,7 @@ the step runner)."""
 load("//rules_cuda_split/private/model:labels.bzl", "label_text")
 load(
     "//rules_cuda_split/private/model:plan.bzl",
-    "ACCEPTED_FORMS",
-    "parse_arch_spec",
-    "unsupported_archs",
+    "resolve_arch_spec",
 )
 load(
     "//rules_cuda_split/private/rules:settings.bzl",
@@ -101,24 +99,13 @@ def resolve_archs(ctx, toolchain):
     else:
         origin = "--@rules_cuda_split//cuda:archs=%s" % spec
     kit = toolchain.toolkit
-    groups, err = parse_arch_spec(spec)
+    groups, err = resolve_arch_spec(
+        spec,
+        "%s (%s)" % (label_text(ctx.label), origin),
+        kit.version,
+        kit.real_archs,
+        kit.virtual_archs,
+    )
     if err:
-        fail("%s (%s): %s.\nCUDA %s supports: %s" % (
-            label_text(ctx.label),
-            origin,
-            err,
-            kit.version,
-            ", ".join(kit.real_archs + kit.virtual_archs),
-        ))
-    bad = unsupported_archs(groups, kit.real_archs, kit.virtual_archs)
-    if bad:
-        fail(("%s (%s): CUDA %s does not support arch(s) %s.\n" +
-              "Accepted forms: %s.\nThis SDK supports: %s") % (
-            label_text(ctx.label),
-            origin,
-            kit.version,
-            ", ".join(bad),
-            ACCEPTED_FORMS,
-            ", ".join(kit.real_archs + kit.virtual_archs),
-        ))
+        fail(err)
     return groups
