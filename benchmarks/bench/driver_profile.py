@@ -49,9 +49,9 @@ RUNS = {
 MEASURED = (
     ("cuda_split.driver.cli", "analyze"),
     ("cuda_split.driver.cli", "build_dag"),
-    ("cuda_split.driver.runner", "run_dag"),
+    ("cuda_split.driver.executor", "run_dag"),
     ("cuda_split.driver.runner", "Runner.run_node"),
-    ("cuda_split.driver.runner", "Runner._execute"),
+    ("cuda_split.driver.local", "LocalRun.run"),
     ("cuda_split.driver.step_keys", "StepKeys.key_parts"),
     ("cuda_split.driver.preprocess_cache", "PreprocessCache.file_digest"),
     ("cuda_split.driver.step_keys", "StepKeys.entry_files"),

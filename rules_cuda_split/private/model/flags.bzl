@@ -215,7 +215,13 @@ def without_host_options(flags):
 
 # nvcc's preprocessor options: the host compiler's `-E` passes (host and device
 # preprocess) read them, and nothing after those passes does.
-_PREPROCESSOR_OPTIONS = ["define-macro", "undefine-macro", "include-path", "system-include", "pre-include"]
+_PREPROCESSOR_OPTIONS = [
+    "define-macro",
+    "undefine-macro",
+    "include-path",
+    "system-include",
+    "pre-include",
+]
 
 def without_preprocessor_options(flags):
     """`flags` less nvcc's preprocessor options, with their values.

@@ -44,7 +44,8 @@ def host_cpu(arch):
     name = _ARCH_ALIASES.get(arch, arch)
     if name in HOST_CPUS:
         return HOST_CPUS[name], ""
-    return None, "this host's CPU is \"%s\" (repository_ctx.os.arch), which no CUDA SDK is made for; supported: %s" % (
+    return None, ("this host's CPU is \"%s\" (repository_ctx.os.arch), which no CUDA SDK is " +
+                  "made for; supported: %s") % (
         arch,
         ", ".join(sorted(list(HOST_CPUS) + ["%s (%s)" % (a, c) for a, c in _ARCH_ALIASES.items()])),
     )

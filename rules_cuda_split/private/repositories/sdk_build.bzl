@@ -70,7 +70,8 @@ def _tools(sdk):
     libnvvm = sdk.libnvvm + getattr(sdk, "layout_links", [])
     tool_files = ""
     toolkit_tools = ""
-    for name, tool in sdk_tool_globs(inc = sdk.include_dir, lib = sdk.lib_dir, libnvvm = []).items():
+    globs = sdk_tool_globs(inc = sdk.include_dir, lib = sdk.lib_dir, libnvvm = [])
+    for name, tool in globs.items():
         exclude = ""
         if tool.exclude:
             exclude = "        exclude = %s,\n" % quote_list(tool.exclude, 8)

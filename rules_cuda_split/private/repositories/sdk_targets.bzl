@@ -105,18 +105,33 @@ SDK_TARGETS = dict([
     ("cicc", _target("alias", "`nvvm/bin/cicc`.")),
     ("ptxas", _target("alias", "`bin/ptxas`.")),
     ("fatbinary", _target("alias", "`bin/fatbinary`.")),
-    ("tileiras", _target("filegroup", "`bin/tileiras`, nvcc's tile compiler; empty in an SDK without it.")),
+    ("tileiras", _target(
+        "filegroup",
+        "`bin/tileiras`, nvcc's tile compiler; empty in an SDK without it.",
+    )),
     ("nvlink", _target("alias", "`bin/nvlink`.")),
     ("bin2c", _target("alias", "`bin/bin2c`.")),
     ("link_stub", _target("alias", "`bin/crt/link.stub`.")),
     ("headers", _target("filegroup", "The include directory, crt/ and cccl/ included.")),
-    ("host_headers", _target("filegroup", "The include directory without cccl/: what the host compile of cudafe++'s output reads.")),
+    ("host_headers", _target(
+        "filegroup",
+        "The include directory without cccl/: what the host compile of cudafe++'s output reads.",
+    )),
     ("nvvm", _target("filegroup", "`nvvm/`.")),
     ("libdevice", _target("filegroup", "`nvvm/libdevice/`.")),
     ("libnvvm", _target("filegroup", "The libnvvm.so files, wherever the SDK has them.")),
-    ("compiler_files", _target("filegroup", "Everything a compile step may read, for users' own rules.")),
-    ("link_files", _target("filegroup", "Everything a device-link step may read, for users' own rules.")),
-    ("cuda_headers", _target("cc_library", "The SDK's headers, with its include directory and cccl/ on the include path.")),
+    ("compiler_files", _target(
+        "filegroup",
+        "Everything a compile step may read, for users' own rules.",
+    )),
+    ("link_files", _target(
+        "filegroup",
+        "Everything a device-link step may read, for users' own rules.",
+    )),
+    ("cuda_headers", _target(
+        "cc_library",
+        "The SDK's headers, with its include directory and cccl/ on the include path.",
+    )),
     ("cudart_static", _target("cc_library", "libcudart_static.a (with -ldl, -lpthread, -lrt).")),
     ("cudadevrt", _target("cc_library", "libcudadevrt.a.")),
     ("cuda_runtime", _target("alias", "`:cudart_static`, by rules_cuda's name.")),
@@ -134,9 +149,16 @@ SDK_TARGETS = dict([
     )
     for name, tool in SDK_TOOLS.items()
 ] + [
-    ("toolkit", _target("cuda_toolkit", "What the SDK is: its path, version, archs and each tool's file group.")),
+    ("toolkit", _target(
+        "cuda_toolkit",
+        "What the SDK is: its path, version, archs and each tool's file group.",
+    )),
     ("toolchain_impl", _target("cuda_toolchain", "The `cuda_toolchain` the actions read.")),
-    ("toolchain", _target("toolchain", "The `toolchain` to register (an SDK on its own; a hub registers its own).", hub = False)),
+    ("toolchain", _target(
+        "toolchain",
+        "The `toolchain` to register (an SDK on its own; a hub registers its own).",
+        hub = False,
+    )),
 ])
 
 # The targets a `cuda_sdk_versions` hub aliases, following the version flag.

@@ -42,8 +42,8 @@ def local_fallback(rctx, why):
     """
     if not rctx.attr.local_fallback:
         wheel_sdk_fail(rctx, why + "\nIt does not fall back to an SDK on this machine " +
-                             "($CUDA_PATH, nvcc on $PATH, /usr/local/cuda): set local_fallback = True " +
-                             "for that.")
+                             "($CUDA_PATH, nvcc on $PATH, /usr/local/cuda): set " +
+                             "local_fallback = True for that.")
 
     # buildifier: disable=print
     print("cuda_wheel_sdk_repository(name = \"%s\"): %s; falling back to a local SDK" % (
@@ -62,8 +62,8 @@ def use_local_sdk(rctx, sdk_path):
     """
     setting = "%s=%s" % (LOCAL_SDK_ENV, sdk_path)
     if not sdk_path.startswith("/"):
-        wheel_sdk_fail(rctx, setting + ": not an absolute path; name the SDK's directory (the one " +
-                             "holding bin/nvcc), e.g. /usr/local/cuda")
+        wheel_sdk_fail(rctx, setting + ": not an absolute path; name the SDK's directory " +
+                             "(the one holding bin/nvcc), e.g. /usr/local/cuda")
     nvcc = rctx.path(sdk_path + "/bin/nvcc")
     if not nvcc.exists:
         wheel_sdk_fail(rctx, setting + ": no bin/nvcc there; name the SDK's directory (the one " +
@@ -71,7 +71,8 @@ def use_local_sdk(rctx, sdk_path):
     result = rctx.execute([str(nvcc), "--version"])
     found = parse_nvcc_version(result.stdout)
     if found.split(".")[:2] != rctx.attr.version.split(".")[:2]:
-        wheel_sdk_fail(rctx, "%s: its nvcc is CUDA %s, this repository is CUDA %s; name an SDK of %s " % (
+        wheel_sdk_fail(rctx, ("%s: its nvcc is CUDA %s, this repository is CUDA %s; " +
+                              "name an SDK of %s ") % (
             setting,
             found or "of unknown version (exit %d)" % result.return_code,
             rctx.attr.version,
