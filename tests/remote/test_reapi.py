@@ -358,7 +358,12 @@ def per_arch_builds(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Build, Build]:
     flags = [PER_ARCH, *backend.remote_cache_flags()]
-    return _builds_a_b(checkouts, tmp_path_factory, "per-arch", flags, PER_ARCH_TARGETS)
+    # (Clean B: cicc and ptxas get no -D, so a source whose device .ii is the same under
+    # both settings has build_b's cicc and ptxas, in the same output base, which Bazel's
+    # action cache would skip: no spawn in B's log to show the remote cache's hit.)
+    return _builds_a_b(
+        checkouts, tmp_path_factory, "per-arch", flags, PER_ARCH_TARGETS, clean_b=True
+    )
 
 
 def _builds_a_b(
@@ -368,9 +373,11 @@ def _builds_a_b(
     flags: list[str],
     targets: list[str],
     clean_a: bool = False,
+    clean_b: bool = False,
 ) -> tuple[Build, Build]:
     """Build A (sm_80,sm_90; checkout 1, output base 1), then B (sm_90; checkout 2,
-    output base 2), with `flags`. With `clean_a`, A starts with `bazel clean`."""
+    output base 2), with `flags`. With `clean_a` (`clean_b`), A (B) starts with `bazel
+    clean`."""
     one, two, bases = checkouts
     logs = tmp_path_factory.mktemp("logs")
     a = _build(
@@ -382,7 +389,15 @@ def _builds_a_b(
         targets=targets,
         clean=clean_a,
     )
-    b = _build(two, bases["2"], logs / f"{name}-b.json", ARCHS + "sm_90", *flags, targets=targets)
+    b = _build(
+        two,
+        bases["2"],
+        logs / f"{name}-b.json",
+        ARCHS + "sm_90",
+        *flags,
+        targets=targets,
+        clean=clean_b,
+    )
     return a, b
 
 
