@@ -12,7 +12,8 @@
 #
 # For each worker count N, in the order given, each build of the same seeded sample (SAMPLE
 # ggml files drawn with SEED, default 48 and 62) for ARCHS (default the five sm_75..sm_90),
-# split and mono (in turn first: split first at the first N, mono at the second, ...), and
+# split and mono (in turn first: split first at the first N, mono at the second, ...;
+# ORDER_OFFSET=1: mono first at the first N, for a round that goes on from another), and
 # each of them cold: a fresh backend (tests/reapi/backend.py: an empty CAS, action cache
 # and worker cache; N workers) on BACKEND_CPUS (default all but CLIENT_CPUS), and a fresh
 # `run.py compare` (its own workspace copy, output base and Bazel server, `bazel clean`
@@ -32,7 +33,7 @@
 # edit in a widely included header, then sm_90 again with --noremote_accept_cached (every
 # action run: the cold build to compare with); LABEL-team.json and .md.
 #
-# Environment: SAMPLE, SEED, ARCHS, MODES (default "split mono"), JOBS, CLIENT_CPUS,
+# Environment: SAMPLE, SEED, ARCHS, MODES (default "split mono"), ORDER_OFFSET, JOBS, CLIENT_CPUS,
 # BACKEND_CPUS, CORPUS_DIR (default .cache/corpus/ggml-0.3.36), NVCC, OUT_DIR (default
 # /tmp/farmout), WORK_DIR (default /tmp/bazel-farm-work), PORT (default 50300), PYTHON (the
 # client's run.py, default python3), TEAM, TEAM_MODES; BuildGrid and PostgreSQL:
@@ -85,7 +86,8 @@ shift
 command -v bazel >/dev/null || { echo "bazel_farm.sh: no bazel on PATH (scripts/gpu_bazel.sh unpack)" >&2; exit 1; }
 cores=$(nproc)
 client=${CLIENT_CPUS:-0,1}
-backend=${BACKEND_CPUS:-2-$((cores - 1))}
+# The backend on the other cores; on a machine of 2 cores or fewer (a tiny run), on all.
+backend=${BACKEND_CPUS:-$( ((cores > 2)) && echo "2-$((cores - 1))" || echo "0-$((cores - 1))")}
 archs=${ARCHS:-sm_75,sm_80,sm_86,sm_89,sm_90}
 read -r -a modes <<<"${MODES:-split mono}"
 work=${WORK_DIR:-/tmp/bazel-farm-work}
@@ -134,7 +136,7 @@ backend_down() {
     rm -rf "$state"
 }
 
-i=0
+i=${ORDER_OFFSET:-0}
 for n in "$@"; do
     order=("${modes[@]}")
     # Alternate which mode goes first from one count to the next.
