@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cuda_split.commands import simulate as sim
+from cuda_split.commands.execlog import read_log
 
 from .results import load_full, raw_path
 
@@ -62,6 +63,7 @@ def build_point(path: pathlib.Path) -> dict[str, Any]:
         "workers": int(m.group("workers")),
         "mode": m.group("mode"),
         "wall_s": b.get("wall_s"),
+        "bazel_elapsed_s": b.get("elapsed_s"),
         "critical_path_s": b.get("critical_path_s"),
         "client_cpu_s": client,
         "machine_cpu_s": machine,
@@ -86,6 +88,26 @@ def project(log: str, workers: Sequence[int], overhead_s: float) -> dict[int, fl
     return {n: round(sim.simulate(actions, n, overhead_s).wall, 1) for n in workers}
 
 
+def _seconds(text: object) -> float:
+    t = str(text or "0s")
+    return float(t[:-1]) if t.endswith("s") and t[:-1].replace(".", "", 1).isdigit() else 0.0
+
+
+def remote_overhead_ms(log: str) -> float | None:
+    """The median cost of a remote spawn beyond its run on the worker and its wait for
+    one, from Bazel 7's spawn metrics: totalTime less executionWallTime and queueTime
+    (the inputs' upload, the worker's input fetch, the outputs, the round trips)."""
+    costs = []
+    for spawn in read_log(log):
+        m = spawn.get("metrics") or {}
+        if spawn.get("runner") == "remote" and isinstance(m, dict) and "executionWallTime" in m:
+            total, run, queue = (
+                _seconds(m.get(k)) for k in ("totalTime", "executionWallTime", "queueTime")
+            )
+            costs.append(max(0.0, total - run - queue) * 1000)
+    return round(statistics.median(costs), 1) if costs else None
+
+
 def summarize(
     points: list[dict[str, Any]], overhead_ms: float, reference: dict[str, str]
 ) -> dict[str, Any]:
@@ -99,9 +121,14 @@ def summarize(
             logged = [p for p in logged if p["label"] == reference[mode]]
         if logged:
             ref = max(logged, key=lambda p: p["workers"])
+            measured = remote_overhead_ms(ref["exec_log"])
             refs[mode] = {
                 "label": ref["label"],
                 "projection": project(ref["exec_log"], counts, overhead_ms / 1000),
+                "remote_overhead_ms": measured,
+                "projection_with_overhead": project(ref["exec_log"], counts, measured / 1000)
+                if measured is not None
+                else {},
             }
     rows = []
     for n in counts:
@@ -131,6 +158,9 @@ def summarize(
                 if own
                 else None,
                 "simulated_s": refs.get(mode, {}).get("projection", {}).get(n),
+                "simulated_with_overhead_s": refs.get(mode, {})
+                .get("projection_with_overhead", {})
+                .get(n),
             }
             if row["simulated_s"] and row["wall_s"]:
                 row["simulated_over_measured"] = round(row["simulated_s"] / row["wall_s"], 3)
@@ -142,6 +172,7 @@ def summarize(
     return {
         "overhead_ms": overhead_ms,
         "reference_logs": {m: r["label"] for m, r in refs.items()},
+        "remote_overhead_ms": {m: r["remote_overhead_ms"] for m, r in refs.items()},
         "rows": rows,
         "builds": points,
     }
@@ -153,6 +184,7 @@ def fmt(x: Any, digits: int = 1) -> str:
 
 def markdown(label: str, doc: dict[str, Any]) -> str:
     refs = ", ".join(f"{m}: {r}" for m, r in doc["reference_logs"].items()) or "none"
+    over = ", ".join(f"{m}: {fmt(v, 0)} ms" for m, v in doc["remote_overhead_ms"].items())
     lines = [
         f"# {label}: Bazel on a farm of N workers",
         "",
@@ -160,18 +192,21 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
         "local actions and client; workers' CPU: the machine's (/proc/stat) less the "
         "client's. Simulated: `cuda-split simulate` for N workers from the reference "
         f"execution log of the mode ({refs}; overhead {doc['overhead_ms']:g} ms an action); "
-        "own log: from the build's own log.",
+        "own log: from the build's own log; + overhead: with each remote spawn's median "
+        f"cost beyond its run and its queue in the reference log ({over or 'none'}).",
         "",
         "| workers | config | wall s | client CPU s | workers' CPU s | simulated s | "
-        "sim / wall | own log s | split / mono | remote spawns | cache hits | client CPUs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "sim / wall | + overhead s | own log s | split / mono | remote spawns | cache hits | "
+        "client CPUs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in doc["rows"]:
         lines.append(
             f"| {r['workers']} | {r['mode']}{' FAILED' if r['failed'] else ''} | "
             f"{fmt(r['wall_s'])} | {fmt(r['client_cpu_s'])} | {fmt(r['workers_cpu_s'])} | "
             f"{fmt(r['simulated_s'])} | {fmt(r.get('simulated_over_measured'), 2)} | "
-            f"{fmt(r['simulated_own_s'])} | {fmt(r.get('split_over_mono'), 2)} | "
+            f"{fmt(r['simulated_with_overhead_s'])} | {fmt(r['simulated_own_s'])} | "
+            f"{fmt(r.get('split_over_mono'), 2)} | "
             f"{fmt(r['remote_spawns'], 0)} | {fmt(r['cache_hits'], 0)} | "
             f"{' '.join(r['server_cpus']) or '—'} |"
         )

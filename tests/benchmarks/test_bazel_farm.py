@@ -122,7 +122,11 @@ def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Pa
     assert rows[(1, "split")]["simulated_over_measured"] == round(20 / 22, 3)
     assert doc["reference_logs"] == {"split": "f-w2-split", "mono": "f-w2-mono"}
     md = (tmp_path / "f-farm.md").read_text()
-    assert "| 2 | split | 18.0 | 5.0 | 40.0 | 20.0 | 1.11 | 20.0 | 0.90 | 5 | 0 | 0-1 |" in md
+    # Each remote spawn's total is its run + 1 s (no queue): 1,000 ms beyond its run.
+    assert doc["remote_overhead_ms"] == {"split": 1000.0, "mono": 1000.0}
+    assert rows[(2, "split")]["simulated_with_overhead_s"] == 25.0
+    row = "| 2 | split | 18.0 | 5.0 | 40.0 | 20.0 | 1.11 | 25.0 | 20.0 | 0.90 | 5 | 0 | 0-1 |"
+    assert row in md
 
 
 def test_farm_refuses_a_label_without_workers(tmp_path: pathlib.Path) -> None:
