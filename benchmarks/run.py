@@ -9,6 +9,8 @@
     python3 benchmarks/run.py slim-trace RAW.jsonl OUT.trace.jsonl.gz   # as tests/data keeps it
     python3 benchmarks/run.py occupancy RESULTS.json ... --png OUT.png
     python3 benchmarks/run.py project [--subset full|subset]  # Bazel on N workers, projected
+    python3 benchmarks/run.py farm RESULTS.json ...  # Bazel on N remote workers vs simulate
+    python3 benchmarks/run.py team --label L -- OPTIONS  # a team's reuse of a remote cache
     python3 benchmarks/run.py laptop [--base REF]    # Bazel split vs mono on tiny targets
     python3 benchmarks/run.py summary RESULTS.json ... # full results as their summaries
     python3 benchmarks/run.py NAME --help            # a scenario's options
@@ -53,6 +55,7 @@ import importlib
 import os
 import pathlib
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -76,6 +79,8 @@ SCENARIOS = {
     "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
     "summary": "results",  # full result files rewritten as their summaries
     "one-arch": "one_arch",  # nvcc-split against plain nvcc for one arch (and 5 vs nvcc -t 5)
+    "farm": "farm",  # Bazel on N remote workers (bazel_farm.sh) against simulate's projection
+    "team": "team",  # a developer's reuse of CI's builds through a remote cache, per step kind
 }
 
 
@@ -167,6 +172,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--bazel-targets", nargs="*", default=None, help=f"default {' '.join(BAZEL_TARGETS)}"
     )
+    p.add_argument(
+        "--bazel-flags",
+        default="",
+        metavar="FLAGS",
+        help="more flags for every Bazel build, split like a shell's words (e.g. "
+        "'--remote_executor=grpc://127.0.0.1:50051 --remote_instance_name=main')",
+    )
+    p.add_argument(
+        "--no-bazel-disk-cache",
+        action="store_true",
+        help="Bazel builds without their fresh --disk_cache (against a remote cache or "
+        "executor: only its cache then)",
+    )
+    p.add_argument(
+        "--keep-exec-logs",
+        action="store_true",
+        help="keep each Bazel build's execution log, slimmed to what `cuda-split simulate` "
+        "reads, as RAW/logs/<run>/exec.slim.json.gz (its path in the measurement)",
+    )
     p.add_argument("--label", default="", help="result file name (default: SUBSET-Ncore)")
     p.add_argument("--out", default=str(BENCH / "results"), help="results directory")
     p.add_argument(
@@ -232,6 +256,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.subset = "smoke"
     args.critical_repeats = args.critical_repeats or args.repeats
     args.scenarios = set(args.scenarios.split(","))
+    try:
+        args.bazel_flags_list = shlex.split(args.bazel_flags)
+    except ValueError as e:
+        p.error(f"--bazel-flags: {e}")
+    bad = [f for f in args.bazel_flags_list if not f.startswith("-")]
+    if bad:
+        p.error(f"--bazel-flags: {' '.join(bad)}: flags only (targets: --bazel-targets)")
     args.configs_list = args.configs.split(",")
     unknown = [c for c in args.configs_list if c not in CONFIGS]
     if unknown:

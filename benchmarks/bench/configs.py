@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gzip
 import hashlib
 import json
 import os
@@ -197,8 +198,16 @@ def bazel_ggml_build(sources: Sequence[str], flags: Sequence[str]) -> str:
 class Bazel:
     """Bazel in the benchmark's workspace copy, its own output base and server."""
 
-    def __init__(self, ws: pathlib.Path, output_base: pathlib.Path, jobs: int, raw: pathlib.Path):
+    def __init__(
+        self,
+        ws: pathlib.Path,
+        output_base: pathlib.Path,
+        jobs: int,
+        raw: pathlib.Path,
+        keep_exec_logs: bool = False,
+    ):
         self.ws, self.output_base, self.jobs, self.raw = ws, output_base, jobs, raw
+        self.keep_exec_logs = keep_exec_logs  # each build's log, slimmed (slim_exec_log)
         self.exe = shutil.which("bazel") or "bazel"
 
     def cmd(self, *args: str) -> list[str]:
@@ -232,6 +241,7 @@ class Bazel:
         exec_log.parent.mkdir(parents=True, exist_ok=True)
         pid0, t0 = self.server_times()
         load0 = os.getloadavg()
+        busy0 = machine_busy_s()
         proc = self.call(
             "build",
             f"--jobs={self.jobs}",
@@ -241,6 +251,7 @@ class Bazel:
             *targets,
             log=log,
         )
+        busy1 = machine_busy_s()
         pid1, t1 = self.server_times()
         text = log.read_text(errors="replace")
         out: dict[str, Any] = {
@@ -255,6 +266,12 @@ class Bazel:
             server = (t1[0] - t0[0]) + (t1[1] - t0[1])
             out["cpu_s"] = round(actions + proc.user_s + proc.sys_s, 3)
             out["server_cpu_s"] = round(server, 3)
+            # All Bazel spent on this machine: its server, the actions it ran here, the
+            # client. With remote execution, the rest of the machine's CPU is the farm's.
+            out["client_cpu_s"] = round(out["cpu_s"] + server, 3)
+        if busy0 is not None and busy1 is not None:
+            out["machine_cpu_s"] = round(busy1 - busy0, 3)  # every process (/proc/stat)
+        out["server_cpus"] = cpus_allowed(pid1)
         m = re.search(r"Elapsed time: ([\d.]+)s, Critical Path: ([\d.]+)s", text)
         if m:
             out["elapsed_s"], out["critical_path_s"] = float(m.group(1)), float(m.group(2))
@@ -262,14 +279,73 @@ class Bazel:
         if m:
             out["processes"] = int(m.group(1))
             out["process_summary"] = m.group(2) or ""
-        out["spawns"] = exec_log_summary(exec_log)
+        kept = exec_log.with_name("exec.slim.json.gz") if self.keep_exec_logs else None
+        out["spawns"] = exec_log_summary(exec_log, kept)
+        if kept and kept.is_file():
+            out["exec_log"] = kept.relative_to(self.raw).as_posix()  # from the raw dir
         return out
 
 
-def exec_log_summary(path: pathlib.Path) -> dict[str, Any]:
-    """Spawns by mnemonic: run, or a remote (disk) cache hit. Actions the local action
-    cache skipped are not in the log."""
+def machine_busy_s() -> float | None:
+    """CPU seconds every process of the machine has used since boot (/proc/stat's first
+    line less idle and iowait), or None without /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpus_allowed(pid: int) -> str:
+    """The CPUs process `pid` may run on (Cpus_allowed_list of /proc/PID/status), or ''."""
+    try:
+        text = pathlib.Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+    m = re.search(r"^Cpus_allowed_list:\s*(\S+)", text, re.M)
+    return m.group(1) if m else ""
+
+
+# What `cuda-split simulate` and the hit counts read of a spawn; slim_exec_log keeps these.
+SLIM_KEYS = (
+    "commandArgs",
+    "mnemonic",
+    "progressMessage",
+    "listedOutputs",
+    "runner",
+    "remotable",
+    "cacheable",
+    "remoteCacheHit",
+    "cacheHit",
+    "walltime",
+    "metrics",
+)
+
+
+def slim_spawn(spawn: dict[str, Any]) -> dict[str, Any]:
+    """A spawn of an execution log with what the simulator and the hit counts read: its
+    inputs only where another spawn may have written them (under bazel-out/, without
+    digests: the sources and the SDK's files are most of a log and link no actions), its
+    outputs' paths."""
+    out = {k: spawn[k] for k in SLIM_KEYS if k in spawn}
+    out["inputs"] = [
+        {"path": i["path"]}
+        for i in spawn.get("inputs", [])
+        if str(i.get("path", "")).startswith("bazel-out/")
+    ]
+    out["actualOutputs"] = [{"path": o["path"]} for o in spawn.get("actualOutputs", [])]
+    return out
+
+
+def exec_log_summary(path: pathlib.Path, keep: pathlib.Path | None = None) -> dict[str, Any]:
+    """Spawns by mnemonic: run, or a remote (disk) cache hit; and by runner (remote,
+    linux-sandbox, ...). Actions the local action cache skipped are not in the log. The
+    log is deleted; with `keep`, its spawns slimmed (slim_spawn) are written there first,
+    gzipped, one JSON object a line."""
     by: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    runners: collections.Counter[str] = collections.Counter()
+    slim = gzip.open(keep, "wt", encoding="utf-8") if keep else None
     if path.is_file():
         text = path.read_text()
         dec = json.JSONDecoder()
@@ -282,7 +358,12 @@ def exec_log_summary(path: pathlib.Path) -> dict[str, Any]:
             obj, i = dec.raw_decode(text, i)
             status = "hit" if obj.get("cacheHit") or obj.get("remoteCacheHit") else "run"
             by[obj.get("mnemonic", "?")][status] += 1
-        path.unlink()  # large; the summary is what we keep
+            runners[str(obj.get("runner", "?"))] += 1
+            if slim:
+                slim.write(json.dumps(slim_spawn(obj)) + "\n")
+        path.unlink()  # large; the summary (and the slim copy) is what we keep
+    if slim:
+        slim.close()
     per_arch = collections.Counter()
     for mn in PER_ARCH_MNEMONICS:
         per_arch.update(by.get(mn, {}))
@@ -293,4 +374,5 @@ def exec_log_summary(path: pathlib.Path) -> dict[str, Any]:
         "by_mnemonic": {k: dict(v) for k, v in sorted(by.items())},
         "per_arch": dict(per_arch),
         "total": dict(total),
+        "by_runner": dict(sorted(runners.items())),
     }

@@ -182,16 +182,24 @@ class Bench:
         )
         if not args.no_bazel and wants_bazel:
             if shutil.which("bazel"):
-                self.bazel = Bazel(self.ws, self.work / "bazel-output-base", args.jobs, self.raw)
+                self.bazel = Bazel(
+                    self.ws,
+                    self.work / "bazel-output-base",
+                    args.jobs,
+                    self.raw,
+                    keep_exec_logs=args.keep_exec_logs,
+                )
                 targets = SMOKE_BAZEL_TARGETS if args.smoke else BAZEL_TARGETS
                 self.bazel_targets = list(args.bazel_targets or targets)
                 self.results["meta"]["bazel_targets"] = self.bazel_targets
                 self.results["meta"]["bazel_version"] = first_line(["bazel", "--version"])
+                self.results["meta"]["bazel_flags"] = list(args.bazel_flags_list)
+                self.results["meta"]["bazel_disk_cache"] = not args.no_bazel_disk_cache
                 say("bazel: warming up the server (loading and analysis)")
                 p = self.bazel.call(
                     "build",
                     "--nobuild",
-                    *self.bazel_flags("split", self.archs),
+                    *self.bazel_flags(self.first_bazel_mode(), self.archs),
                     *self.bazel_targets,
                     log=self.raw / "bazel-warmup.log",
                 )
@@ -203,7 +211,18 @@ class Bench:
         self.save()
 
     def bazel_flags(self, mode: str, archs: Sequence[str]) -> list[str]:
-        return [f"--//cuda:archs={','.join(archs)}", f"--//cuda:compile_mode={mode}"]
+        """The flags of every build of `mode` for `archs`, --bazel-flags last."""
+        return [
+            f"--//cuda:archs={','.join(archs)}",
+            f"--//cuda:compile_mode={mode}",
+            *self.args.bazel_flags_list,
+        ]
+
+    def first_bazel_mode(self) -> str:
+        """The compile mode of the first Bazel build (what the warm-up analyses)."""
+        configs = [c for c in CONFIGS if c in self.args.configs_list]
+        configs = configs[self.args.first_repeat % len(configs) :] + configs
+        return next((c.split("-", 1)[1] for c in configs if c.startswith("bazel")), "split")
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -419,7 +438,7 @@ class Bench:
         mode = config.split("-", 1)[1]
         disk = self.work / "disk-cache" / f"{config}-r{repeat}"
         shutil.rmtree(disk, ignore_errors=True)
-        base = [f"--disk_cache={disk}"]
+        base = [] if self.args.no_bazel_disk_cache else [f"--disk_cache={disk}"]
         log = self.raw / "logs" / f"bazel-clean-{config}-r{repeat}.log"
 
         def build(scenario: str, phase: str, archs: Sequence[str]) -> None:

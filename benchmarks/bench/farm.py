@@ -1,0 +1,245 @@
+"""`run.py farm`: Bazel split and mono on a farm of N remote workers, measured against
+`cuda-split simulate`'s projection (benchmarks/bazel_farm.sh makes the results).
+
+    python3 benchmarks/run.py farm OUT/LABEL-w4-split.json ... --out OUT --label LABEL
+
+Each RESULT is a `run.py compare` result (summary or full) of one cold Bazel build, whose
+label ends in `-w<N>-<split|mono>` (N: the farm's workers). Per build: the wall, the
+client's CPU (Bazel's server, the actions it ran itself and its client process), the
+workers' CPU (the machine's, from /proc/stat, less the client's: the backend, its
+workers and their actions), the CPUs Bazel's server could run on, the spawns that ran
+remotely and those that hit a cache (a cold build has none), and the projection of
+`cuda-split simulate` for N workers: from the build's own execution log (kept with
+--keep-exec-logs), and from one reference log per mode (default: the build of that mode
+with the most workers), the issue's "projection from one split execution log". Writes
+<out>/<label>.json and <label>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from cuda_split.commands import simulate as sim
+from cuda_split.commands.execlog import read_log
+
+from .results import load_full, raw_path
+
+LABEL = re.compile(r"-w(?P<workers>\d+)-(?P<mode>split|mono)$")
+
+
+def build_point(path: pathlib.Path) -> dict[str, Any]:
+    """The one cold Bazel build of the result `path`, with its farm's size and its kept
+    execution log's path (None when it has none)."""
+    doc = load_full(path)
+    label = str(doc.get("meta", {}).get("label", path.stem))
+    m = LABEL.search(label)
+    if not m:
+        raise SystemExit(f"{path}: label {label!r} does not end in -w<N>-<split|mono>")
+    builds = [
+        x
+        for x in doc.get("measurements", [])
+        if str(x.get("config", "")).startswith("bazel") and x.get("phase") == "cold"
+    ]
+    if not builds:
+        raise SystemExit(f"{path}: no cold Bazel build in {label}")
+    b = builds[0]
+    # The log's path is relative to the run's raw directory, where the full result is.
+    full = path if "measurements" in json.loads(path.read_text()) else raw_path(path)
+    log = full.parent / b["exec_log"] if b.get("exec_log") else None
+    if log and not log.is_file():
+        log = None
+    spawns = b.get("spawns", {})
+    total = spawns.get("total", {})
+    client = b.get("client_cpu_s")
+    machine = b.get("machine_cpu_s")
+    return {
+        "label": label,
+        "workers": int(m.group("workers")),
+        "mode": m.group("mode"),
+        "wall_s": b.get("wall_s"),
+        "bazel_elapsed_s": b.get("elapsed_s"),
+        "critical_path_s": b.get("critical_path_s"),
+        "client_cpu_s": client,
+        "machine_cpu_s": machine,
+        "workers_cpu_s": round(machine - client, 3)
+        if client is not None and machine is not None
+        else None,
+        "server_cpus": b.get("server_cpus", ""),
+        "remote_spawns": spawns.get("by_runner", {}).get("remote", 0),
+        "spawns": sum(total.values()),
+        "cache_hits": total.get("hit", 0),
+        "failed": b.get("failed", []),
+        "exec_log": str(log) if log else None,
+    }
+
+
+def project(log: str, workers: Sequence[int], overhead_s: float) -> dict[int, float]:
+    """`cuda-split simulate`'s wall for each worker count, from the execution log `log`;
+    {} where the log's spawns lack durations (a Bazel 4 log)."""
+    actions = sim.read_execution_log(log)
+    if any(a.seconds is None for a in actions):
+        return {}
+    return {n: round(sim.simulate(actions, n, overhead_s).wall, 1) for n in workers}
+
+
+def _seconds(text: object) -> float:
+    t = str(text or "0s")
+    return float(t[:-1]) if t.endswith("s") and t[:-1].replace(".", "", 1).isdigit() else 0.0
+
+
+def remote_overhead_ms(log: str) -> float | None:
+    """The median cost of a remote spawn beyond its run on the worker and its wait for
+    one, from Bazel 7's spawn metrics: totalTime less executionWallTime and queueTime
+    (the inputs' upload, the worker's input fetch, the outputs, the round trips)."""
+    costs = []
+    for spawn in read_log(log):
+        m = spawn.get("metrics") or {}
+        if spawn.get("runner") == "remote" and isinstance(m, dict) and "executionWallTime" in m:
+            total, run, queue = (
+                _seconds(m.get(k)) for k in ("totalTime", "executionWallTime", "queueTime")
+            )
+            costs.append(max(0.0, total - run - queue) * 1000)
+    return round(statistics.median(costs), 1) if costs else None
+
+
+def summarize(
+    points: list[dict[str, Any]], overhead_ms: float, reference: dict[str, str]
+) -> dict[str, Any]:
+    """Per (workers, mode): the median of its builds, the projections beside it, and
+    split's wall over mono's at each worker count."""
+    counts = sorted({p["workers"] for p in points})
+    refs: dict[str, dict[str, Any]] = {}
+    for mode in ("split", "mono"):
+        logged = [p for p in points if p["mode"] == mode and p["exec_log"]]
+        if mode in reference:
+            logged = [p for p in logged if p["label"] == reference[mode]]
+        if logged:
+            ref = max(logged, key=lambda p: p["workers"])
+            measured = remote_overhead_ms(ref["exec_log"])
+            refs[mode] = {
+                "label": ref["label"],
+                "projection": project(ref["exec_log"], counts, overhead_ms / 1000),
+                "remote_overhead_ms": measured,
+                "projection_with_overhead": project(ref["exec_log"], counts, measured / 1000)
+                if measured is not None
+                else {},
+            }
+    rows = []
+    for n in counts:
+        for mode in ("split", "mono"):
+            same = [p for p in points if p["workers"] == n and p["mode"] == mode]
+            if not same:
+                continue
+
+            def med(key: str, same: list[dict[str, Any]] = same) -> float | None:
+                vals = [p[key] for p in same if p.get(key) is not None]
+                return round(statistics.median(vals), 3) if vals else None
+
+            own = [p for p in same if p["exec_log"]]
+            row: dict[str, Any] = {
+                "workers": n,
+                "mode": mode,
+                "builds": len(same),
+                "wall_s": med("wall_s"),
+                "client_cpu_s": med("client_cpu_s"),
+                "workers_cpu_s": med("workers_cpu_s"),
+                "machine_cpu_s": med("machine_cpu_s"),
+                "server_cpus": sorted({p["server_cpus"] for p in same}),
+                "remote_spawns": med("remote_spawns"),
+                "cache_hits": med("cache_hits"),
+                "failed": sorted({f for p in same for f in p["failed"]}),
+                "simulated_own_s": project(own[0]["exec_log"], [n], overhead_ms / 1000).get(n)
+                if own
+                else None,
+                "simulated_s": refs.get(mode, {}).get("projection", {}).get(n),
+                "simulated_with_overhead_s": refs.get(mode, {})
+                .get("projection_with_overhead", {})
+                .get(n),
+            }
+            if row["simulated_s"] and row["wall_s"]:
+                row["simulated_over_measured"] = round(row["simulated_s"] / row["wall_s"], 3)
+            rows.append(row)
+    for r in rows:
+        other = [o for o in rows if o["workers"] == r["workers"] and o["mode"] != r["mode"]]
+        if r["mode"] == "split" and other and r["wall_s"] and other[0]["wall_s"]:
+            r["split_over_mono"] = round(r["wall_s"] / other[0]["wall_s"], 3)
+    return {
+        "overhead_ms": overhead_ms,
+        "reference_logs": {m: r["label"] for m, r in refs.items()},
+        "remote_overhead_ms": {m: r["remote_overhead_ms"] for m, r in refs.items()},
+        "rows": rows,
+        "builds": points,
+    }
+
+
+def fmt(x: Any, digits: int = 1) -> str:
+    return "—" if x is None else f"{x:,.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def markdown(label: str, doc: dict[str, Any]) -> str:
+    refs = ", ".join(f"{m}: {r}" for m, r in doc["reference_logs"].items()) or "none"
+    over = ", ".join(f"{m}: {fmt(v, 0)} ms" for m, v in doc["remote_overhead_ms"].items())
+    lines = [
+        f"# {label}: Bazel on a farm of N workers",
+        "",
+        "Each build cold (a fresh backend, `bazel clean`). Client CPU: Bazel's server, its "
+        "local actions and client; workers' CPU: the machine's (/proc/stat) less the "
+        "client's. Simulated: `cuda-split simulate` for N workers from the reference "
+        f"execution log of the mode ({refs}; overhead {doc['overhead_ms']:g} ms an action); "
+        "own log: from the build's own log; + overhead: with each remote spawn's median "
+        f"cost beyond its run and its queue in the reference log ({over or 'none'}).",
+        "",
+        "| workers | config | wall s | client CPU s | workers' CPU s | simulated s | "
+        "sim / wall | + overhead s | own log s | split / mono | remote spawns | cache hits | "
+        "client CPUs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["rows"]:
+        lines.append(
+            f"| {r['workers']} | {r['mode']}{' FAILED' if r['failed'] else ''} | "
+            f"{fmt(r['wall_s'])} | {fmt(r['client_cpu_s'])} | {fmt(r['workers_cpu_s'])} | "
+            f"{fmt(r['simulated_s'])} | {fmt(r.get('simulated_over_measured'), 2)} | "
+            f"{fmt(r['simulated_with_overhead_s'])} | {fmt(r['simulated_own_s'])} | "
+            f"{fmt(r.get('split_over_mono'), 2)} | "
+            f"{fmt(r['remote_spawns'], 0)} | {fmt(r['cache_hits'], 0)} | "
+            f"{' '.join(r['server_cpus']) or '—'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="run.py farm", description=__doc__.splitlines()[0])
+    p.add_argument("results", nargs="+", type=pathlib.Path, help="run.py compare results")
+    p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."), help="where to write")
+    p.add_argument("--label", default="farm", help="the summary's name (default farm)")
+    p.add_argument(
+        "--overhead-ms", type=float, default=0.0, help="simulate's --overhead-ms (default 0)"
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="the build whose log projects every count of its mode (default: that mode's "
+        "build with the most workers)",
+    )
+    args = p.parse_args(list(argv))
+    points = [build_point(r) for r in args.results]
+    reference = {}
+    for label in args.reference:
+        m = LABEL.search(label)
+        if not m:
+            p.error(f"--reference {label}: a label ending in -w<N>-<split|mono>")
+        reference[m.group("mode")] = label
+    doc = summarize(points, args.overhead_ms, reference)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.label}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (args.out / f"{args.label}.md").write_text(markdown(args.label, doc))
+    print(markdown(args.label, doc))
+    return 0

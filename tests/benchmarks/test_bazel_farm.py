@@ -1,0 +1,193 @@
+"""benchmarks/bazel_farm.sh's pieces without Bazel: run.py compare's --bazel-flags, the
+slim execution logs Bazel builds keep, `run.py farm`'s summary (the simulator's
+projection beside each measured point), `run.py team`'s edits and table, and the script's
+`wait` (one tarball; a machine without the run said at once)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pathlib
+import subprocess
+import tarfile
+
+import pytest
+import run
+from bench import configs, farm, team
+from bench.results import raw_path
+
+from conftest import REPO
+
+SCRIPT = REPO / "benchmarks" / "bazel_farm.sh"
+
+
+def test_bazel_flags_are_split_like_words_and_must_be_flags() -> None:
+    args = run.parse_args(["--bazel-flags", "--remote_executor=grpc://h:1 --jobs=64"])
+    assert args.bazel_flags_list == ["--remote_executor=grpc://h:1", "--jobs=64"]
+    assert not args.no_bazel_disk_cache and not args.keep_exec_logs
+    assert run.parse_args([]).bazel_flags_list == []
+    with pytest.raises(SystemExit):
+        run.parse_args(["--bazel-flags", "--jobs=1 //bench/ggml:ggml_cuda"])
+
+
+def _spawn(mnemonic: str, ins: list[str], outs: list[str], secs: float, **kw: object) -> dict:
+    return {
+        "commandArgs": ["runner", "--arch", "sm_90"],
+        "mnemonic": mnemonic,
+        "inputs": [{"path": p, "digest": {"hash": "ab", "sizeBytes": "1"}} for p in ins],
+        "actualOutputs": [{"path": p, "digest": {"hash": "cd"}} for p in outs],
+        "listedOutputs": outs,
+        "runner": "remote",
+        "metrics": {"executionWallTime": f"{secs}s", "totalTime": f"{secs + 1}s"},
+        **kw,
+    }
+
+
+# A split build of one file: preprocess (2 s), cicc (10 s), ptxas (4 s) on the first's
+# output; a host compile (3 s) on the preprocess; an archive (1 s) of both.
+PRE = "bazel-out/k8/bin/a.ii"
+SPLIT = [
+    _spawn("CudaPreprocess", ["src/a.cu", "external/cuda/nvcc"], [PRE], 2),
+    _spawn("CudaCicc", [PRE, "external/cuda/cicc"], ["bazel-out/k8/bin/a.ptx"], 10),
+    _spawn("CudaPtxas", ["bazel-out/k8/bin/a.ptx"], ["bazel-out/k8/bin/a.cubin"], 4),
+    _spawn("CudaHostCompile", [PRE, "bazel-out/k8/bin/a.cubin"], ["bazel-out/k8/bin/a.o"], 3),
+    _spawn("CppArchive", ["bazel-out/k8/bin/a.o"], ["bazel-out/k8/bin/liba.a"], 1),
+]
+
+
+def test_exec_log_summary_keeps_a_slim_log(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "exec.json"
+    hit = _spawn("CudaCicc", [PRE], ["bazel-out/x.ptx"], 1, remoteCacheHit=True)
+    hit["runner"] = "remote cache hit"
+    log.write_text("\n".join(json.dumps(s, indent=1) for s in [*SPLIT, hit]))
+    kept = tmp_path / "exec.slim.json.gz"
+    summary = configs.exec_log_summary(log, kept)
+    assert not log.exists()
+    assert summary["by_mnemonic"]["CudaCicc"] == {"run": 1, "hit": 1}
+    assert summary["by_runner"] == {"remote": 5, "remote cache hit": 1}
+    slim = [json.loads(line) for line in gzip.open(kept, "rt")]
+    assert slim[0]["inputs"] == [] and slim[1]["inputs"] == [{"path": PRE}]
+    assert slim[1]["actualOutputs"] == [{"path": "bazel-out/k8/bin/a.ptx"}]
+    assert slim[1]["metrics"]["executionWallTime"] == "10s" and slim[5]["remoteCacheHit"]
+
+
+def _result(out: pathlib.Path, label: str, wall: float, spawns: list[dict]) -> pathlib.Path:
+    """A `run.py compare` summary and its full result, with the build's slim log."""
+    raw = out / "raw" / label
+    logdir = raw / "logs" / "s1-x-cold-r0"
+    logdir.mkdir(parents=True)
+    (logdir / "exec.json").write_text("\n".join(json.dumps(s) for s in spawns))
+    summary = configs.exec_log_summary(logdir / "exec.json", logdir / "exec.slim.json.gz")
+    m = {
+        "scenario": "1",
+        "config": "bazel-" + label.rsplit("-", 1)[1],
+        "phase": "cold",
+        "repeat": 0,
+        "wall_s": wall,
+        "client_cpu_s": 5.0,
+        "machine_cpu_s": 45.0,
+        "server_cpus": "0-1",
+        "spawns": summary,
+        "exec_log": "logs/s1-x-cold-r0/exec.slim.json.gz",
+    }
+    full = {"meta": {"label": label}, "measurements": [m]}
+    path = out / f"{label}.json"
+    raw_path(path).write_text(json.dumps(full))
+    path.write_text(json.dumps({"summary": 1, "meta": {"label": label}}))
+    return path
+
+
+def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Path) -> None:
+    mono = [
+        _spawn("CudaCompile", ["src/a.cu"], ["bazel-out/k8/bin/a.o"], 18),
+        _spawn("CppArchive", ["bazel-out/k8/bin/a.o"], ["bazel-out/k8/bin/liba.a"], 1),
+    ]
+    paths = [
+        _result(tmp_path, "f-w1-split", 22.0, SPLIT),
+        _result(tmp_path, "f-w2-split", 18.0, SPLIT),
+        _result(tmp_path, "f-w2-mono", 20.0, mono),
+    ]
+    assert farm.main([*map(str, paths), "--out", str(tmp_path), "--label", "f-farm"]) == 0
+    doc = json.loads((tmp_path / "f-farm.json").read_text())
+    rows = {(r["workers"], r["mode"]): r for r in doc["rows"]}
+    # One worker: every action in turn, 20 s; two: the host compile beside nothing, the
+    # chain pre 2 + cicc 10 + ptxas 4 + host 3 + archive 1 = 20 s as well.
+    assert rows[(1, "split")]["simulated_s"] == 20.0
+    assert rows[(2, "split")]["simulated_s"] == 20.0
+    assert rows[(2, "split")]["simulated_own_s"] == 20.0
+    assert rows[(2, "mono")]["simulated_s"] == 19.0
+    assert rows[(2, "split")]["split_over_mono"] == 0.9
+    assert rows[(2, "split")]["workers_cpu_s"] == 40.0
+    assert rows[(1, "split")]["simulated_over_measured"] == round(20 / 22, 3)
+    assert doc["reference_logs"] == {"split": "f-w2-split", "mono": "f-w2-mono"}
+    md = (tmp_path / "f-farm.md").read_text()
+    # Each remote spawn's total is its run + 1 s (no queue): 1,000 ms beyond its run.
+    assert doc["remote_overhead_ms"] == {"split": 1000.0, "mono": 1000.0}
+    assert rows[(2, "split")]["simulated_with_overhead_s"] == 25.0
+    row = "| 2 | split | 18.0 | 5.0 | 40.0 | 20.0 | 1.11 | 25.0 | 20.0 | 0.90 | 5 | 0 | 0-1 |"
+    assert row in md
+
+
+def test_farm_refuses_a_label_without_workers(tmp_path: pathlib.Path) -> None:
+    path = _result(tmp_path, "f-w1-split", 1.0, SPLIT)
+    doc = json.loads(raw_path(path).read_text())
+    doc["meta"]["label"] = "f-split"
+    raw_path(path).write_text(json.dumps(doc))
+    with pytest.raises(SystemExit, match="does not end in"):
+        farm.build_point(path)
+
+
+def test_team_edits_undo_and_table(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "a.cu"
+    text = '#include "common.cuh"\n#include <x>\n__global__ void k() {}\n'
+    src.write_text(text)
+    undo = team.host_only_edit(src)
+    lines = src.read_text().splitlines()
+    assert lines[:2] == text.splitlines()[:2] and "host_only_edit" in lines[3]
+    assert lines[4] == "__global__ void k() {}"
+    undo()
+    assert src.read_text() == text
+    header = tmp_path / "common.cuh"
+    header.write_text("#pragma once\n")
+    undo = team.device_edit(header)
+    assert "__device__" in header.read_text()
+    undo()
+    assert header.read_text() == "#pragma once\n"
+    cicc = {"CudaCicc": {"hit": 2, "run": 1}}
+    spawns = {"by_mnemonic": cicc, "total": cicc["CudaCicc"]}
+    row = team.step_row("dev", {"wall_s": 5.0, "spawns": spawns})
+    cold = team.step_row("cold", {"wall_s": 10.0, "spawns": {"total": {"run": 3}}})
+    md = team.markdown("t", {"modes": {"split": [row, cold]}})
+    assert "| dev | 5.0 | 0.50 | 2/3 | 2/3 |" in md
+
+
+def _script(cwd: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_wait_without_a_run_says_so(tmp_path: pathlib.Path) -> None:
+    proc = _script(tmp_path, "wait", OUT_DIR=str(tmp_path / "o"), OUT=str(tmp_path / "OUT"))
+    assert proc.returncode == 3 and "no run here" in proc.stderr
+
+
+def test_wait_packs_one_tarball(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "o"
+    (out / "raw" / "f-w1-split" / "logs").mkdir(parents=True)
+    (out / "farm-log.txt").write_text("start\nall done 01:00\n")
+    (out / "f-farm.md").write_text("| 1 | split |\n")
+    (out / "raw" / "f-w1-split" / "logs" / "exec.slim.json.gz").write_bytes(b"x")
+    proc = _script(tmp_path, "wait", OUT_DIR=str(out), OUT=str(tmp_path / "OUT"), WAIT_S="5")
+    assert proc.returncode == 0, proc.stderr
+    assert os.listdir(tmp_path / "OUT") == ["results.tgz"]
+    with tarfile.open(tmp_path / "OUT" / "results.tgz") as tar:
+        names = tar.getnames()
+    assert "./f-farm.md" in names and "./raw/f-w1-split/logs/exec.slim.json.gz" in names
