@@ -42,7 +42,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-DEFAULT_VENV = pathlib.Path(os.environ.get("CUDA_SPLIT_REAPI_VENV", REPO / ".cache" / "reapi-venv"))
+# Resolved: the workers see only the paths they are given, not a link's target.
+DEFAULT_VENV = pathlib.Path(
+    os.environ.get("CUDA_SPLIT_REAPI_VENV", REPO / ".cache" / "reapi-venv")
+).resolve()
 PG_BIN = pathlib.Path(os.environ.get("CUDA_SPLIT_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
