@@ -523,23 +523,15 @@ def test_nothing_is_shared_between_versions(ws: Workspace) -> None:
 def _cuda_spawns(log: pathlib.Path) -> list[str]:
     """The CUDA actions (mnemonic Cuda*) a build ran, from its --execution_log_json_file
     (a stream of JSON objects, one per spawn; actions the action cache had are not in it)."""
-    text, decoder, pos, ran = log.read_text(), json.JSONDecoder(), 0, []
-    while pos < len(text):
-        if text[pos].isspace():
-            pos += 1
-            continue
-        spawn, pos = decoder.raw_decode(text, pos)
-        if spawn.get("mnemonic", "").startswith("Cuda"):
-            ran.append(spawn["mnemonic"])
-    return ran
+    return [mnemonic for mnemonic, _ in _cuda_spawn_hits(log)]
 
 
 @pytest.mark.bazel
 def test_versions_switched_in_one_output_base_rerun_their_cuda_actions(
     ws: Workspace, tmp_path: pathlib.Path
 ) -> None:
-    """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache: on
-    Bazel 4.2.3 both versions write the same bazel-out/k8-fastbuild paths, so the third
+    """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache:
+    both versions write the same bazel-out/k8-fastbuild paths, so the third
     build reruns every CUDA action of the first (docs/sdk.md, "Versions side by side":
     a transition that gave each version a directory of its own made a cc_library reached
     both from the top level and through a cuda_library two conflicting actions, as
@@ -572,6 +564,49 @@ def test_versions_switched_in_one_output_base_rerun_their_cuda_actions(
     # One path for every version: the configuration's own directory.
     assert cubin("13.0") == cubin("13.5") == cubin("")
     assert cubin("13.0").parts[:2] == ("bazel-out", "k8-fastbuild")
+
+
+@pytest.mark.bazel
+def test_versions_switched_back_hit_a_disk_cache_with_path_mapping(
+    ws: Workspace, tmp_path: pathlib.Path
+) -> None:
+    """13.0, 13.5, then 13.0 again over one disk cache, with path mapping (docs/reuse.md,
+    "Across configurations"): the versions' CUDA actions are others (the SDK's files are
+    inputs), and on the way back every CUDA action of the first build is a disk-cache hit:
+    none runs again."""
+    target = "//examples/saxpy:saxpy"
+    spawns = []
+    for i, version in enumerate(("13.0", "13.5", "13.0")):
+        log = tmp_path / f"exec{i}.json"
+        ws.bazel(
+            "build",
+            f"--//cuda:version={version}",
+            f"--disk_cache={tmp_path / 'disk'}",
+            "--experimental_output_paths=strip",
+            f"--execution_log_json_file={log}",
+            "--output_groups=+cuda_cubin",
+            target,
+        )
+        spawns.append(_cuda_spawn_hits(log))
+    first, other, back = spawns
+    assert first and not any(hit for _, hit in first), first
+    assert other and not any(hit for _, hit in other), other
+    assert sorted(m for m, _ in back) == sorted(m for m, _ in first), back
+    assert all(hit for _, hit in back), back
+
+
+def _cuda_spawn_hits(log: pathlib.Path) -> list[tuple[str, bool]]:
+    """(mnemonic, whether a disk or remote cache had it) of each CUDA spawn of `log`."""
+    text, decoder, pos, spawns = log.read_text(), json.JSONDecoder(), 0, []
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        spawn, pos = decoder.raw_decode(text, pos)
+        if spawn.get("mnemonic", "").startswith("Cuda"):
+            hit = bool(spawn.get("remoteCacheHit") or spawn.get("cacheHit"))
+            spawns.append((spawn["mnemonic"], hit))
+    return spawns
 
 
 @pytest.mark.bazel
