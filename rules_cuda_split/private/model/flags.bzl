@@ -207,11 +207,7 @@ def without_host_options(flags):
     Returns:
       list[string].
     """
-    kept = []
-    for option in read_nvcc_options(flags):
-        if option.rules != "host":
-            kept.extend(option.tokens)
-    return kept
+    return _tokens_of([o for o in read_nvcc_options(flags) if o.rules != "host"])
 
 # nvcc's preprocessor options: the host compiler's `-E` passes (host and device
 # preprocess) read them, and nothing after those passes does.
@@ -238,8 +234,8 @@ def without_preprocessor_options(flags):
     Returns:
       list[string].
     """
-    kept = []
-    for option in read_nvcc_options(flags):
-        if option.long not in _PREPROCESSOR_OPTIONS:
-            kept.extend(option.tokens)
-    return kept
+    return _tokens_of([o for o in read_nvcc_options(flags) if o.long not in _PREPROCESSOR_OPTIONS])
+
+def _tokens_of(options):
+    """The command-line tokens of `options` (read_nvcc_options's), in order."""
+    return [token for option in options for token in option.tokens]
