@@ -18,6 +18,7 @@ from bench import configs, farm, team
 from bench.results import raw_path
 
 from conftest import REPO
+from support.scripts import run_script
 
 SCRIPT = REPO / "benchmarks" / "bazel_farm.sh"
 
@@ -163,15 +164,7 @@ def test_team_edits_undo_and_table(tmp_path: pathlib.Path) -> None:
 
 
 def _script(cwd: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_script(SCRIPT, cwd, *args, **env)
 
 
 def test_wait_without_a_run_says_so(tmp_path: pathlib.Path) -> None:

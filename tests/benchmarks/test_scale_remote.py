@@ -3,27 +3,19 @@ runs. A machine that went back between two calls is said at once, not waited on.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import shutil
 import subprocess
 import tarfile
 
 from conftest import REPO
+from support.scripts import run_script
 
 SCRIPT = REPO / "benchmarks" / "scale_remote.sh"
 
 
 def _script(cwd: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_script(SCRIPT, cwd, *args, **env)
 
 
 def test_wait_says_at_once_when_the_machine_has_no_run(tmp_path: pathlib.Path) -> None:
