@@ -3,7 +3,7 @@
     python3 benchmarks/run.py one-arch [--nvcc NVCC] [--corpus-dir GGML | --sdist SDIST]
         [--sample 16] [--seed S] [--jobs J] [--pairs 2] [--archs sm_90]
         [--multi-archs sm_75,sm_80,sm_86,sm_89,sm_90 | --multi-archs none]
-        [--base-tools DIR] [--out DIR] [--label L]
+        [--base-tools DIR] [--cmake LLAMA_CPP [--cmake-pairs 2]] [--out DIR] [--label L]
 
 A seeded random sample of ggml's CUDA sources that no benchmark names (none of
 subset.txt; the seed defaults to today's date, and is printed), compiled `--jobs` files
@@ -17,11 +17,20 @@ in alternating pairs (`--pairs`, the order swapped from one pair to the next) fo
 `--archs` (default sm_90 alone), then one run each of `nvcc -t N` and nvcc-split for
 `--multi-archs` (5 archs by default; `none` skips it). `--base-tools DIR` adds the peer
 `split-base`: nvcc-split from another checkout's tools/ (before and after, in one run).
+`--sample 0` skips the sample (and --multi-archs).
+
+`--cmake LLAMA_CPP` (a llama.cpp source tree, or a .tar.gz holding one as llama.cpp/)
+adds the CMake setting: llama.cpp's `test-backend-ops` configured afresh for each build
+(CMAKE_CUDA_ARCHITECTURES from --archs, e.g. 90-real for sm_90, static, GGML_NATIVE and
+OpenMP off) and built with `cmake --build --target test-backend-ops -j JOBS`, by plain nvcc
+and with nvcc-split as CMAKE_CUDA_COMPILER_LAUNCHER, in `--cmake-pairs` alternating pairs.
+The build is timed (wall, CPU of its tree), not the configure.
 
 Needs only the Python standard library and this checkout's tools/ (bench/ puts it on
 sys.path; the processes get it as PYTHONPATH). Writes <out>/<label>.json (medians per
 peer, the ratios, every run) and <label>.md (the table and the command); the objects and
-the logs go to a temporary directory, removed at the end.
+the logs go to a temporary directory, removed at the end. The summary is rewritten after
+every build, so a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import pathlib
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -106,6 +116,69 @@ class Peers:
         say(f"{peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s")
         return row
 
+    def cmake(self, peer: str, llama: pathlib.Path, archs: Sequence[str]) -> dict[str, Any]:
+        """Configure llama.cpp afresh and time `cmake --build` of test-backend-ops."""
+        self.runs += 1
+        build = self.work / f"cmake-{self.runs}-{peer}"
+        log = self.work / f"cmake-{self.runs}-{peer}.log"
+        env = dict(os.environ)
+        configure = [
+            "cmake", "-S", str(llama), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_CUDA_COMPILER={self.nvcc}",
+            "-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(f"{a[3:]}-real" for a in archs),
+            "-DGGML_CUDA=ON", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF",
+            "-DGGML_OPENMP=OFF", "-DGGML_CUDA_NO_VMM=ON", "-DLLAMA_BUILD_TESTS=ON",
+            "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=OFF",
+            "-DGGML_CCACHE=OFF",
+        ]  # fmt: skip
+        if peer in self.tools:
+            env["PYTHONPATH"] = self.tools[peer]
+            env.pop("CUDA_SPLIT_CACHE_DIR", None)
+            launcher = [sys.executable, "-m", "cuda_split.driver"]
+            launcher += ["--cache-dir", str(self.work / f"cache-{self.runs}")]
+            configure.append("-DCMAKE_CUDA_COMPILER_LAUNCHER=" + ";".join(launcher))
+        with log.open("wb") as out:
+            if subprocess.run(configure, env=env, stdout=out, stderr=subprocess.STDOUT).returncode:
+                sys.exit(
+                    f"{peer}: cmake configure failed:\n{log.read_text(errors='replace')[-3000:]}"
+                )
+        argv = [
+            "cmake",
+            "--build",
+            str(build),
+            "--target",
+            "test-backend-ops",
+            "-j",
+            str(self.jobs),
+        ]
+        proc = run_measured(argv, self.work, env, log)
+        if proc.rc:
+            sys.exit(f"{peer}: cmake build failed:\n{log.read_text(errors='replace')[-3000:]}")
+        compiles = sum(1 for _ in build.rglob("*.cu.o"))
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.rmtree(self.work / f"cache-{self.runs}", ignore_errors=True)
+        row = {
+            "wall_s": round(proc.wall_s, 3),
+            "cpu_s": round(proc.user_s + proc.sys_s, 3),
+            "cuda_objects": compiles,
+        }
+        say(f"cmake {peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s")
+        return row
+
+
+def llama_source(given: str, scratch: pathlib.Path) -> pathlib.Path:
+    """--cmake's llama.cpp tree: the directory given, or the one in the .tar.gz given."""
+    path = pathlib.Path(given).resolve()
+    if path.is_file():
+        subprocess.run(["tar", "-xzf", str(path), "-C", str(scratch)], check=True)
+        found = sorted(scratch.glob("**/llama.cpp/CMakeLists.txt"))
+        if not found:
+            sys.exit(f"--cmake {given}: the archive holds no llama.cpp/CMakeLists.txt")
+        path = found[0].parent
+    if not (path / "tests" / "test-backend-ops.cpp").is_file():
+        sys.exit(f"--cmake {given}: not a llama.cpp tree (no tests/test-backend-ops.cpp)")
+    return path
+
 
 def medians(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "cpu_s") if runs}
@@ -137,81 +210,117 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--multi-archs", default=MULTI_ARCHS, help=f"'none' or archs ({MULTI_ARCHS})")
     ap.add_argument("--multi-runs", type=int, default=1, help="runs per peer of --multi-archs")
     ap.add_argument("--base-tools", default="", help="another tools/ dir: peer split-base")
+    ap.add_argument("--cmake", default="", help="llama.cpp (dir or .tar.gz): the CMake setting")
+    ap.add_argument("--cmake-pairs", type=int, default=2, help="alternating pairs for --cmake")
     ap.add_argument("--out", default=str(BENCH / "results"), help="where the summary goes")
     ap.add_argument("--label", default="", help="file name of the summary (default one-arch-…)")
     args = ap.parse_args(argv)
+    if args.sample < 0 or (args.sample == 0 and not args.cmake):
+        ap.error(f"--sample {args.sample}: give a number of files, or 0 with --cmake")
     args.nvcc = find_nvcc(args.nvcc)
     seed = args.seed or int(datetime.date.today().strftime("%Y%m%d"))
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="one-arch-corpus-"))
-    ggml = resolve_ggml(args, scratch)
-    flags, sources = ggml_flags_and_sources(ggml)
-    chosen = sample_sources(sources, args.sample, seed, read_list(SUBSET_FILE))
-    say(f"seed {seed}: {len(chosen)} files: {' '.join(chosen)}")
+    chosen: list[str] = []
+    flags: list[str] = []
+    ggml = scratch
+    if args.sample:
+        ggml = resolve_ggml(args, scratch)
+        flags, sources = ggml_flags_and_sources(ggml)
+        chosen = sample_sources(sources, args.sample, seed, read_list(SUBSET_FILE))
+        say(f"seed {seed}: {len(chosen)} files: {' '.join(chosen)}")
+    llama = llama_source(args.cmake, scratch) if args.cmake else None
     peers = Peers(args, ggml, flags)
     split_peers = list(peers.tools)
     archs = args.archs.split(",")
-    one: dict[str, list[dict[str, Any]]] = {p: [] for p in ["nvcc", *split_peers]}
-    multi: dict[str, list[dict[str, Any]]] = {}
+    settings: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    command = shlex.join([sys.executable, "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
+    label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-seed{seed}"
+    info = machine_info(args.nvcc)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def measure(setting: str, base: str, n: int, build) -> None:
+        runs = settings[setting] = {p: [] for p in [base, *split_peers]}
+        for i in range(n):
+            for peer in list(runs) if i % 2 == 0 else list(runs)[::-1]:
+                runs[peer].append(build(peer))
+                write(out, label, summary(args, command, seed, chosen, archs, info, settings))
+
     try:
-        for i in range(args.pairs):
-            order = list(one) if i % 2 == 0 else list(one)[::-1]
-            for peer in order:
-                one[peer].append(peers.build(peer, chosen, archs))
-        if args.multi_archs != "none":
-            many = args.multi_archs.split(",")
-            multi = {p: [] for p in ["nvcc-t", *split_peers]}
-            for i in range(args.multi_runs):
-                order = list(multi) if i % 2 == 0 else list(multi)[::-1]
-                for peer in order:
-                    multi[peer].append(peers.build(peer, chosen, many))
+        if chosen:
+            measure("one_arch", "nvcc", args.pairs, lambda p: peers.build(p, chosen, archs))
+            if args.multi_archs != "none":
+                many = args.multi_archs.split(",")
+                build = lambda p: peers.build(p, chosen, many)  # noqa: E731
+                measure("multi_arch", "nvcc-t", args.multi_runs, build)
+        if llama:
+            measure("cmake", "nvcc", args.cmake_pairs, lambda p: peers.cmake(p, llama, archs))
     finally:
         shutil.rmtree(peers.work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
+    print((out / f"{label}.md").read_text())
+    say(f"wrote {out / label}.json and .md")
+    return 0
 
-    one_m = {p: medians(r) for p, r in one.items()}
-    multi_m = {p: medians(r) for p, r in multi.items()}
-    command = shlex.join([sys.executable, "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
-    label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-seed{seed}"
-    summary = {
+
+TITLES = {
+    "one_arch": "{archs}: {files} files, medians of {n} alternating pairs",
+    "multi_arch": "{multi}: {files} files, {n} run(s) each",
+    "cmake": "CMake, llama.cpp's test-backend-ops for {archs}: medians of {n} alternating pairs",
+}
+
+
+def summary(
+    args: argparse.Namespace,
+    command: str,
+    seed: int,
+    chosen: Sequence[str],
+    archs: Sequence[str],
+    info: dict[str, Any],
+    settings: dict[str, dict[str, list[dict[str, Any]]]],
+) -> dict[str, Any]:
+    """The summary of the builds so far: per setting, every run, medians and ratios."""
+    result: dict[str, Any] = {
         "scenario": "one-arch",
         "command": command,
         "seed": seed,
-        "files": chosen,
+        "files": list(chosen),
         "jobs": args.jobs,
-        "archs": archs,
+        "archs": list(archs),
         "multi_archs": args.multi_archs,
-        **machine_info(args.nvcc),
-        "one_arch": {"medians": one_m, "runs": one},
-        "multi_arch": {"medians": multi_m, "runs": multi},
-        "ratios": {
-            "one_arch": {
-                p: {k: round(one_m[p][k] / one_m["nvcc"][k], 3) for k in one_m["nvcc"]}
-                for p in split_peers
-            },
-            "multi_arch": {
-                p: {k: round(multi_m[p][k] / multi_m["nvcc-t"][k], 3) for k in multi_m["nvcc-t"]}
-                for p in split_peers
-                if multi_m
-            },
-        },
+        **info,
     }
-    md = [f"# One arch: nvcc-split against plain nvcc ({label})", ""]
-    md += [f"`{command}`", ""]
-    machine = summary["machine"]
+    for setting, runs in settings.items():
+        meds = {p: medians(r) for p, r in runs.items() if r}
+        base = next(iter(runs))
+        result[setting] = {"medians": meds, "runs": runs, "ratios": {}}
+        if base in meds:
+            result[setting]["ratios"] = {
+                p: {k: round(m[k] / meds[base][k], 3) for k in meds[base]}
+                for p, m in meds.items()
+                if p != base
+            }
+    return result
+
+
+def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
+    machine = s["machine"]
+    md = [f"# One arch: nvcc-split against plain nvcc ({label})", "", f"`{s['command']}`", ""]
     md += [
-        f"{machine['cores_usable']} cores ({machine['cpu_model']}), {summary['nvcc_version']}, "
-        f"{summary['gcc_version']}, Python {machine['python']}; {len(chosen)} files "
-        f"(seed {seed}), {args.jobs} at once; nvcc-split with an empty cache per build.",
+        f"{machine['cores_usable']} cores ({machine['cpu_model']}), {s['nvcc_version']}, "
+        f"{s['gcc_version']}, Python {machine['python']}; {s['jobs']} at once; nvcc-split "
+        "with an empty cache per build.",
         "",
     ]
-    md += table(f"{','.join(archs)}: medians of {args.pairs} alternating pairs", one_m, "nvcc")
-    if multi_m:
-        md += table(f"{args.multi_archs}: {args.multi_runs} run(s) each", multi_m, "nvcc-t")
-    md += ["Files: " + " ".join(chosen), ""]
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{label}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    for setting, title in TITLES.items():
+        if setting in s and s[setting]["medians"]:
+            runs = s[setting]["runs"]
+            n = max(len(r) for r in runs.values())
+            t = title.format(
+                archs=",".join(s["archs"]), files=len(s["files"]), n=n, multi=s["multi_archs"]
+            )
+            md += table(t, s[setting]["medians"], next(iter(runs)))
+    if s["files"]:
+        md += [f"Files (seed {s['seed']}): " + " ".join(s["files"]), ""]
+    (out / f"{label}.json").write_text(json.dumps(s, indent=1) + "\n")
     (out / f"{label}.md").write_text("\n".join(md))
-    print("\n".join(md))
-    say(f"wrote {out / label}.json and .md")
-    return 0
