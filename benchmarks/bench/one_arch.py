@@ -55,6 +55,12 @@ from .measure import JobResult, find_nvcc, machine_info, run_measured, run_pool
 
 SUBSET_FILE = BENCH / "subset.txt"
 MULTI_ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
+# llama.cpp's options for --cmake: those examples/ggml/ggml.BUILD chose, no tools.
+CMAKE_OPTIONS = (
+    "CMAKE_BUILD_TYPE=Release GGML_CUDA=ON BUILD_SHARED_LIBS=OFF GGML_NATIVE=OFF GGML_OPENMP=OFF "
+    "GGML_CUDA_NO_VMM=ON LLAMA_BUILD_TESTS=ON LLAMA_BUILD_EXAMPLES=OFF LLAMA_BUILD_SERVER=OFF "
+    "LLAMA_BUILD_TOOLS=OFF GGML_CCACHE=OFF"
+).split()
 
 
 def gencodes(archs: Sequence[str]) -> list[str]:
@@ -123,14 +129,15 @@ class Peers:
         log = self.work / f"cmake-{self.runs}-{peer}.log"
         env = dict(os.environ)
         configure = [
-            "cmake", "-S", str(llama), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+            "cmake",
+            "-S",
+            str(llama),
+            "-B",
+            str(build),
             f"-DCMAKE_CUDA_COMPILER={self.nvcc}",
-            "-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(f"{a[3:]}-real" for a in archs),
-            "-DGGML_CUDA=ON", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF",
-            "-DGGML_OPENMP=OFF", "-DGGML_CUDA_NO_VMM=ON", "-DLLAMA_BUILD_TESTS=ON",
-            "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=OFF",
-            "-DGGML_CCACHE=OFF",
-        ]  # fmt: skip
+        ]
+        configure.append("-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(f"{a[3:]}-real" for a in archs))
+        configure += [f"-D{option}" for option in CMAKE_OPTIONS]
         if peer in self.tools:
             env["PYTHONPATH"] = self.tools[peer]
             env.pop("CUDA_SPLIT_CACHE_DIR", None)
@@ -170,6 +177,7 @@ def llama_source(given: str, scratch: pathlib.Path) -> pathlib.Path:
     """--cmake's llama.cpp tree: the directory given, or the one in the .tar.gz given."""
     path = pathlib.Path(given).resolve()
     if path.is_file():
+        scratch.mkdir(parents=True, exist_ok=True)
         subprocess.run(["tar", "-xzf", str(path), "-C", str(scratch)], check=True)
         found = sorted(scratch.glob("**/llama.cpp/CMakeLists.txt"))
         if not found:
@@ -184,15 +192,20 @@ def medians(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "cpu_s") if runs}
 
 
-def table(title: str, rows: dict[str, dict[str, float]], base: str) -> list[str]:
-    lines = [f"### {title}", "", "| peer | wall s | CPU s | wall ratio | CPU ratio |"]
-    lines.append("|---|---|---|---|---|")
-    ref = rows[base]
+def table(title: str, runs: dict[str, list[dict[str, Any]]], base: str) -> list[str]:
+    """A setting's table: per peer, the medians, their ratios to `base`'s, every run."""
+    lines = [f"### {title}", ""]
+    lines += ["| peer | runs | wall s | CPU s | wall ratio | CPU ratio | each run, wall / CPU s |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    rows = {p: medians(r) for p, r in runs.items() if r}
+    ref = rows.get(base)
     for peer, m in rows.items():
-        wall_r = m["wall_s"] / ref["wall_s"] if ref["wall_s"] else 0.0
-        cpu_r = m["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else 0.0
+        ratios = "| |"
+        if ref:
+            ratios = f"| {m['wall_s'] / ref['wall_s']:.3f}× | {m['cpu_s'] / ref['cpu_s']:.3f}× |"
+        each = ", ".join(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f}" for r in runs[peer])
         lines.append(
-            f"| {peer} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | {wall_r:.3f}× | {cpu_r:.3f}× |"
+            f"| {peer} | {len(runs[peer])} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} {ratios} {each} |"
         )
     return [*lines, ""]
 
@@ -264,9 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 TITLES = {
-    "one_arch": "{archs}: {files} files, medians of {n} alternating pairs",
-    "multi_arch": "{multi}: {files} files, {n} run(s) each",
-    "cmake": "CMake, llama.cpp's test-backend-ops for {archs}: medians of {n} alternating pairs",
+    "one_arch": "{archs}: {files} files, alternating pairs, medians",
+    "multi_arch": "{multi}: {files} files, medians",
+    "cmake": "CMake, llama.cpp's test-backend-ops for {archs}: alternating pairs, medians",
 }
 
 
@@ -315,11 +328,10 @@ def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
     for setting, title in TITLES.items():
         if setting in s and s[setting]["medians"]:
             runs = s[setting]["runs"]
-            n = max(len(r) for r in runs.values())
             t = title.format(
-                archs=",".join(s["archs"]), files=len(s["files"]), n=n, multi=s["multi_archs"]
+                archs=",".join(s["archs"]), files=len(s["files"]), multi=s["multi_archs"]
             )
-            md += table(t, s[setting]["medians"], next(iter(runs)))
+            md += table(t, runs, next(iter(runs)))
     if s["files"]:
         md += [f"Files (seed {s['seed']}): " + " ".join(s["files"]), ""]
     (out / f"{label}.json").write_text(json.dumps(s, indent=1) + "\n")

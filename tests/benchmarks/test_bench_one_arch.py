@@ -1,0 +1,79 @@
+"""benchmarks/bench/one_arch.py: the one-arch scenario's CMake setting (the configure and
+build commands of each peer), its llama.cpp source, and the committed summaries
+rendering their committed tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import stat
+import tarfile
+
+import pytest
+from bench import one_arch
+
+from conftest import REPO
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+@pytest.mark.parametrize("label", ["one-arch-16core-cmake", "one-arch-16core-seed20261203"])
+def test_a_committed_summary_gives_its_committed_table(label: str, tmp_path) -> None:
+    summary = json.loads((RESULTS / f"{label}.json").read_text())
+    one_arch.write(tmp_path, label, summary)
+    assert (tmp_path / f"{label}.md").read_text() == (RESULTS / f"{label}.md").read_text()
+
+
+def _llama(root: pathlib.Path) -> pathlib.Path:
+    (root / "llama.cpp" / "tests").mkdir(parents=True)
+    (root / "llama.cpp" / "CMakeLists.txt").write_text("project(llama)\n")
+    (root / "llama.cpp" / "tests" / "test-backend-ops.cpp").write_text("int main() {}\n")
+    return root / "llama.cpp"
+
+
+def test_llama_source_takes_a_tree_or_an_archive_and_names_what_is_wrong(tmp_path) -> None:
+    tree = _llama(tmp_path / "src")
+    assert one_arch.llama_source(str(tree), tmp_path) == tree
+    archive = tmp_path / "llama.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tree, arcname="llama.cpp")
+    unpacked = one_arch.llama_source(str(archive), tmp_path / "scratch-a")
+    assert (unpacked / "tests" / "test-backend-ops.cpp").is_file()
+    with pytest.raises(SystemExit, match="not a llama.cpp tree"):
+        one_arch.llama_source(str(tmp_path), tmp_path)
+    empty = tmp_path / "empty.tar.gz"
+    with tarfile.open(empty, "w:gz") as tar:
+        tar.add(tree / "tests", arcname="tests")
+    with pytest.raises(SystemExit, match="holds no llama.cpp/CMakeLists.txt"):
+        one_arch.llama_source(str(empty), tmp_path / "scratch-b")
+
+
+def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, monkeypatch):
+    # A cmake on PATH that logs its arguments and, for --build, writes one CUDA object.
+    log = tmp_path / "cmake-calls.txt"
+    fake = tmp_path / "bin" / "cmake"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> {log}\n'
+        'if [ "$1" = --build ]; then mkdir -p "$2/x" && touch "$2/x/a.cu.o"; fi\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    args = argparse.Namespace(nvcc="/sdk/bin/nvcc", jobs=3, base_tools="")
+    peers = one_arch.Peers(args, tmp_path, [])
+    llama = _llama(tmp_path / "src")
+    rows = {peer: peers.cmake(peer, llama, ["sm_90"]) for peer in ("nvcc", "split")}
+    assert all(r["cuda_objects"] == 1 and r["wall_s"] >= 0 for r in rows.values())
+    configure_nvcc, build_nvcc, configure_split, build_split = log.read_text().splitlines()
+    for configure in (configure_nvcc, configure_split):
+        assert f"-S {llama}" in configure
+        assert "-DCMAKE_CUDA_COMPILER=/sdk/bin/nvcc" in configure
+        assert "-DCMAKE_CUDA_ARCHITECTURES=90-real" in configure
+    assert "LAUNCHER" not in configure_nvcc
+    assert "-DCMAKE_CUDA_COMPILER_LAUNCHER=" in configure_split
+    assert ";-m;cuda_split.driver;--cache-dir;" in configure_split
+    for build in (build_nvcc, build_split):
+        assert build.startswith("--build ") and build.endswith("--target test-backend-ops -j 3")
