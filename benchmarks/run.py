@@ -8,7 +8,6 @@
     python3 benchmarks/run.py remote-scale [--png OUT.png]  # remote builds vs the replay
     python3 benchmarks/run.py slim-trace RAW.jsonl OUT.trace.jsonl.gz   # as tests/data keeps it
     python3 benchmarks/run.py occupancy RESULTS.json ... --png OUT.png
-    python3 benchmarks/run.py project [--subset full|subset]  # Bazel on N workers, projected
     python3 benchmarks/run.py farm RESULTS.json ...  # Bazel on N remote workers vs simulate
     python3 benchmarks/run.py team --label L -- OPTIONS  # a team's reuse of a remote cache
     python3 benchmarks/run.py laptop [--base REF]    # Bazel split vs mono on tiny targets
@@ -75,7 +74,6 @@ SCENARIOS = {
     "remote-scale": "remote_scale",  # remote builds on N workers against the projection
     "slim-trace": "slim_trace",  # a raw trace as tests/data keeps it (the replay's fields)
     "occupancy": "occupancy",  # busy cores over time, from results JSON and traces
-    "project": "project",  # Bazel split and mono on N workers, from the real action graphs
     "laptop": "laptop",  # Bazel split against mono on tiny targets, two commits
     "summary": "results",  # full result files rewritten as their summaries
     "one-arch": "one_arch",  # nvcc-split against plain nvcc for one arch (and 5 vs nvcc -t 5)

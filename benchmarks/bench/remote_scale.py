@@ -1,14 +1,14 @@
 """Remote builds on N workers, measured against the replay's projection (issue 31).
 
-    python3 benchmarks/run.py remote-scale [--label remote[,LABEL...]]
+    python3 benchmarks/run.py remote-scale [--label LABEL[,LABEL...]]
         [--results benchmarks/results] [--traces tests/data]
         [--shared-host results/full-64core-throughput.json] [--stretch-scale 1|C|fit]
         [--from 60] [--also 16,8] [--png results/remote-scale.png]
 
 Reads `scale_remote.sh`'s builds of one label, or of several whose worker counts differ
-(`remote`: 16 files, cicc and ptxas remote; `remote-full-s24`: the whole backend with
-`--remote-host-compile`, 16, 32 and 60 workers on one machine; `remote-full-s25`: the same
-with 8 workers): each worker count's wall from `<results>/LABEL-wN.json` and its trace
+(the default: `remote-full-s24`, the whole backend with `--remote-host-compile`,
+16, 32 and 60 workers on one machine, and `remote-full-s25`, the same with 8
+workers): each worker count's wall from `<results>/LABEL-wN.json` and its trace
 from `<traces>/LABEL-wN.trace.jsonl.gz` (run.py's raw trace with only the fields the replay
 reads). For each N it prints the
 measured wall (run.py's, and the trace's first step to last, which the replay reproduces),
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="run.py remote-scale", description=__doc__.splitlines()[0])
     p.add_argument(
         "--label",
-        default="remote",
+        default="remote-full-s24,remote-full-s25",
         help="the builds' run.py label before -wN, or comma-separated labels whose worker "
         "counts differ (default remote)",
     )

@@ -9,7 +9,7 @@ import pathlib
 from typing import Any
 
 from .analysis import targets, usable_cores
-from .results import EXPLAIN_ROWS, dumps, raw_path, summarize
+from .results import EXPLAIN_ROWS, corpus_lists, count, dumps, raw_path, store_lists, summarize
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
@@ -31,7 +31,7 @@ def split_load_note(meta: dict[str, Any]) -> str:
         cores = usable_cores(meta)
         return (
             f"; the steps of every file share nvcc-split's slot pool of {cores} slots "
-            "(its default without a jobserver; results before 2026-11-24 used a load limit)"
+            "(its default without a jobserver)"
         )
     if float(load) == 0:
         return "; no load limit (--load-average 0)"
@@ -62,7 +62,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 
 def n_sources(corpus: dict[str, Any]) -> int:
-    return len(corpus.get("ggml_files", [])) + len(corpus.get("examples", []))
+    return count(corpus.get("ggml_files")) + count(corpus.get("examples"))
 
 
 def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
@@ -87,10 +87,10 @@ def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         + (f"; {meta['bazel_version']}" if meta.get("bazel_version") else "")
     )
     L.append(
-        f"- corpus: {len(corpus.get('ggml_files', []))} ggml-cuda files "
-        f"({corpus.get('ggml_version_dir')}), {len(corpus.get('examples', []))} example "
+        f"- corpus: {count(corpus.get('ggml_files'))} ggml-cuda files "
+        f"({corpus.get('ggml_version_dir')}), {count(corpus.get('examples'))} example "
         f"files; heaviest: `{corpus.get('heaviest')}`; CCCL users: "
-        f"{len(corpus.get('cccl_sources', []))}"
+        f"{count(corpus.get('cccl_sources'))}"
     )
     L.append(
         f"- archs: {','.join(meta.get('archs', []))}; warm rebuild for "
@@ -317,10 +317,10 @@ def cache_notes(s3: dict[str, Any], corpus: dict[str, Any]) -> list[str]:
     """Below scenario 3's table: the sources that read __CUDA_ARCH_LIST__, the warm
     builds' steps by kind, why nvcc-split's steps missed, and Bazel's spawns."""
     L: list[str] = []
-    al = corpus.get("arch_list_sources", [])
+    al = count(corpus.get("arch_list_sources"))
     if al:
         L.append(
-            f"\n{len(al)} of the {n_sources(corpus)} sources read `__CUDA_ARCH_LIST__` (nvcc "
+            f"\n{al} of the {n_sources(corpus)} sources read `__CUDA_ARCH_LIST__` (nvcc "
             "defines it as the build's archs; CCCL's headers and ggml's common.cuh "
             "use it): their device preprocessed text changes with the arch set, so "
             "under nvcc's own semantics their device preprocess and cicc cannot hit "
@@ -458,6 +458,7 @@ def save(out: pathlib.Path, label: str, results: dict[str, Any], chart: bool = F
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(results, indent=1) + "\n")
     summary = summarize(results)
+    store_lists(out, corpus_lists(results.get("meta", {})))
     (out / f"{label}.json").write_text(dumps(summary) + "\n")
     (out / f"{label}.md").write_text(render_markdown(summary))
     return note

@@ -165,7 +165,7 @@ def test_the_replay_of_the_64_core_build_is_within_2_percent_of_its_wall():
     local = sum(
         s.seconds for p in procs for s in p.steps.values() if s.kind not in ("cicc", "ptxas")
     )
-    kinds = frozenset({"cicc", "ptxas"})  # what --remote-exec ran remotely until 2026-11-27
+    kinds = frozenset({"cicc", "ptxas"})  # what --remote-exec ran remotely in these builds
     walls = {n: replay.replay(procs, 2, "pid", n, 0.0, 16, None, kinds) for n in (8, 32)}
     assert walls[32] == pytest.approx(local / 2, rel=0.05)
     assert walls[8] > 1.5 * walls[32]
@@ -246,12 +246,13 @@ def test_each_remote_build_replays_within_5_percent_of_its_wall(workers):
 
 
 def test_remote_scale_sets_each_measured_wall_beside_both_replays(capsys):
-    """run.py remote-scale on the committed results: per worker count the measured wall,
-    its own trace's replay and the projection from the 60-worker trace."""
+    """run.py remote-scale on the committed results (the whole backend, remote-full-s24 and
+    -s25): per worker count the measured wall, its own trace's replay, the projection from
+    the 60-worker trace, and the replay with --remote-exec's default kinds."""
     assert run.main(["remote-scale"]) == 0
     out = capsys.readouterr().out
-    assert "| 8 | 188.6 | 187.6 | 191.8 (+2.2%) | 212.7 (+13.4%) | 179.4 (-4.4%) |" in out
-    assert "| 60 | 137.4 | 135.7 | 135.1 (-0.5%) | 135.1 (-0.5%) |" in out
+    assert "| 8 | 1321.2 | 1319.5 | 1321.8 (+0.2%) | 1154.2 (-12.5%) | 1318.5 (-0.1%) |" in out
+    assert "| 60 | 374.0 | 372.8 | 364.4 (-2.2%) | 364.4 (-2.2%) | 546.3 (+46.6%) |" in out
     with pytest.raises(SystemExit, match="traces are for"):
         run.main(["remote-scale", "--from", "12"])
 
@@ -375,8 +376,7 @@ def test_each_whole_backend_remote_build_replays_within_5_percent_of_its_wall(la
     """Each whole-backend build's own trace, replayed with the workers' own seconds, each
     step's round trip beside its run and the machine's stretch, ends within 5 % of its
     wall (-2.9 % to +2.3 %). Without the round trips remote-full's 60-worker replay is
-    4.7 % short; with a worker held through them (before 2026-11-27) its 32-worker
-    replay was 8.3 % long."""
+    4.7 % short."""
     trace = REMOTE_FULL[label, workers]
     measured = replay.measured([trace])
     stretch = replay.Stretch.from_throughput(THROUGHPUT_64)

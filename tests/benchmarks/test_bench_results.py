@@ -1,6 +1,6 @@
 """benchmarks/bench/results.py: results/<label>.json as the summary a reader uses (the
 medians and the report's numbers), every measurement in results/raw/<label>/, and the
-readers of every measurement (--merge, occupancy, project) finding it there."""
+readers of every measurement (--merge, occupancy) finding it there."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 import run
-from bench import merge, occupancy, project, report, results
+from bench import merge, occupancy, report, results
 
 from conftest import REPO
 
@@ -159,39 +159,42 @@ def test_run_py_summary_rewrites_a_full_result_and_keeps_it_in_raw(tmp_path) -> 
     assert (tmp_path / "raw" / "b" / "b.json").read_bytes() == before
 
 
-def test_projects_inputs_are_nvccs_and_the_cold_split_builds_per_file(tmp_path) -> None:
-    def doc(*ms: dict) -> dict:
-        return {"meta": {"label": "x"}, "measurements": list(ms)}
+def test_the_corpus_store_holds_exactly_the_lists_the_committed_summaries_name() -> None:
+    """Each summary's long corpus lists are a count and a digest; results/corpus.json
+    maps each digest to its list, with as many items, and holds no list none names."""
+    named: set[str] = set()
+    for path in RESULTS.glob("*.json"):
+        doc = json.loads(path.read_text())
+        if path.name == results.CORPUS_STORE or not results.is_summary(doc):
+            continue
+        for value in doc["meta"].get("corpus", {}).values():
+            if isinstance(value, dict):
+                items = results.stored_list(RESULTS, value)
+                assert len(items) == value["count"] and results.digest(items) == value["sha256"]
+                named.add(value["sha256"])
+            elif isinstance(value, list):
+                assert len(value) < results.LONG_LIST, (path.name, value)
+    assert set(json.loads((RESULTS / results.CORPUS_STORE).read_text())) == named
 
-    def files(cpu: float) -> dict:
-        return {"ggml:src/ggml-cuda/a.cu": {"cpu_s": cpu}, "examples/e.cu": {"cpu_s": 9.0}}
 
-    nvcc = tmp_path / "n.json"
-    nvcc.write_text(
-        json.dumps(
-            doc(
-                _measurement("1", "nvcc", "full", 0) | {"files": files(10.0)},
-                _measurement("1", "nvcc-t", "full", 0) | {"files": files(12.0)},
-            )
-        )
+def test_a_summary_keeps_its_long_corpus_lists_in_the_store(tmp_path) -> None:
+    files = [f"src/ggml-cuda/f{i}.cu" for i in range(results.LONG_LIST)]
+    meta = {"label": "t", "corpus": {"ggml_files": files, "cccl_sources": files[:2]}}
+    stored = results.stored_meta(meta)["corpus"]
+    assert stored["cccl_sources"] == files[:2]
+    assert stored["ggml_files"] == {"count": len(files), "sha256": results.digest(files)}
+    results.store_lists(tmp_path, results.corpus_lists(meta))
+    assert results.stored_list(tmp_path, stored["ggml_files"]) == files
+    assert results.count(stored["ggml_files"]) == results.count(files) == len(files)
+    # run.py summary --into: the summary, its report and the lists it names, elsewhere.
+    full = _full()
+    full["meta"]["corpus"] = meta["corpus"]
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "t.json").write_text(json.dumps(full))
+    (tmp_path / "into").mkdir()
+    assert (
+        run.main(["summary", str(tmp_path / "run" / "t.json"), "--into", str(tmp_path / "into")])
+        == 0
     )
-    split = tmp_path / "s.json"
-    steps = {"steps": {"seconds_by_kind": {"cicc": 3.0, "ptxas": 1.0}}}
-    split.write_text(
-        json.dumps(
-            doc(
-                _measurement("1", "split", "cold", 0) | {"files": files(11.0)} | steps,
-                _measurement("3", "split", "incremental", 0) | {"files": files(0.5)} | steps,
-            )
-        )
-    )
-    inputs = project.model_inputs(nvcc, split)
-    assert inputs["cpu_s"] == {
-        "nvcc": {"src/ggml-cuda/a.cu": 10.0},
-        "split": {"src/ggml-cuda/a.cu": 11.0},
-    }
-    assert project.kind_shares(inputs["seconds_by_kind"]) == {"cicc": 0.75, "ptxas": 0.25}
-    with pytest.raises(SystemExit, match="no scenario-1 measurement of split"):
-        project.model_inputs(nvcc, nvcc)
-    committed = json.loads(project.INPUTS.read_text())
-    assert len(committed["cpu_s"]["nvcc"]) == len(committed["cpu_s"]["split"]) == 144
+    copied = json.loads((tmp_path / "into" / "t.json").read_text())
+    assert results.stored_list(tmp_path / "into", copied["meta"]["corpus"]["ggml_files"]) == files

@@ -8,7 +8,7 @@
 run.py's own runs write their traces to results/raw/<label>/traces/ (not committed).
 
 A build's `--trace` (one JSON line per step: its process, source, kind, arch, start, end,
-and since 2026-11-25 its index, deps and the bytes it wrote) holds every step's measured
+and, where the trace has them, its index, deps and the bytes it wrote) holds every step's measured
 duration. The replay runs the same steps again on `--cores` slots, in simulated time: each
 file's process arrives when its first step started, a step starts once its deps are done
 and a slot is free, and takes the seconds it took. Free slots go as the pool gives them
@@ -35,7 +35,7 @@ bought on that build, without a machine to run it.
 
 Remote traces. In a `--remote-exec` build's trace a remote step's seconds are the
 client's: the upload, the backend's queue and the run on a worker. Replayed on fewer
-workers than it had, its queue would be counted twice. Since 2026-11-27 nvcc-split writes
+workers than it had, its queue would be counted twice. nvcc-split writes
 each remote step's seconds on its worker (`worker_s`, from the result's metadata), and the
 replay takes those; the rest of its client seconds, the upload, the backend's dispatch and
 the download, hold no worker and come back with `--overhead traced` (per kind, the median

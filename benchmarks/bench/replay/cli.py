@@ -89,7 +89,7 @@ def _overhead(p: argparse.ArgumentParser, args: argparse.Namespace) -> float | d
         if not overhead:
             p.error(
                 "--overhead traced: the traces have no remote-exec step with its worker's "
-                "seconds (worker_s, written since 2026-11-27); give the seconds instead"
+                "seconds (worker_s); give the seconds instead"
             )
         return overhead
     try:

@@ -20,7 +20,7 @@ from cuda_split.driver.step_spec import REMOTE_EXEC_KINDS
 from .records import steps_of
 
 # What nvcc-split --remote-exec runs on a backend's workers; the rest runs on the client's
-# slots. Traces written before 2026-11-27 ran cudafe++ and fatbinary on the client
+# slots. A trace whose cudafe++ and fatbinary ran on the client says so
 # (`remote_kinds_of` tells from a trace).
 REMOTE_KINDS = frozenset(REMOTE_EXEC_KINDS)
 
@@ -77,7 +77,7 @@ def remote_runs(
 ) -> dict[int, tuple[float, float]]:
     """When each remote-exec record (by its position in `records`) ran on a worker: its
     last `worker_s` seconds where the trace has them (nvcc-split writes the worker's own
-    seconds since 2026-11-27), else as a first-come first-served backend of
+    seconds), else as a first-come first-served backend of
     `trace_workers` workers ran it, the step reaching a worker when it was sent or when
     one became free (the earliest end of the steps before it), whichever is later; with 0
     workers, the client's start and end. The
