@@ -16,8 +16,7 @@ its effective cores divide a build's work into its bound.
         [--source src/ggml-cuda/template-instances/fattn-vec-instance-f16-f16.cu] \
         [--archs sm_90] [--levels 1,8,16,24,32,48,1] [--out F]
 
-Standard library only (it runs on the device machine with a bare python3). Revives
-smt.py (removed; last at 5ddafb9), which measured the CPU side alone.
+Standard library only (it runs on the device machine with a bare python3).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from typing import Any
 from cuda_split.commands import simulate as sim
 from cuda_split.commands.execlog import read_log
 
-from .results import load_full, raw_path
+from .results import dumps, load_full, raw_path
 
 LABEL = re.compile(r"-w(?P<workers>\d+)-(?P<mode>split|mono)$")
 
@@ -239,7 +239,7 @@ def main(argv: Sequence[str]) -> int:
         reference[m.group("mode")] = label
     doc = summarize(points, args.overhead_ms, reference)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.label}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (args.out / f"{args.label}.json").write_text(dumps(doc) + "\n")
     (args.out / f"{args.label}.md").write_text(markdown(args.label, doc))
     print(markdown(args.label, doc))
     return 0

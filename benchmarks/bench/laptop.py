@@ -14,7 +14,6 @@ Bazel server and every process it reaped (the actions, their sandboxes), from
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 
 from . import REPO
 from .corpus import copy_workspace
+from .results import dumps
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -159,9 +159,7 @@ def write(args: argparse.Namespace, results: dict, configs: list[Config]) -> Non
         "base": args.base,
         "repeats": args.repeats,
     }
-    (out / f"{args.label}.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=1)
-    )
+    (out / f"{args.label}.json").write_text(dumps({"meta": meta, "results": results}) + "\n")
     lines = [
         f"# {args.label}: Bazel split against Bazel mono on tiny targets",
         "",

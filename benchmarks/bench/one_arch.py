@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import pathlib
 import shlex
@@ -52,6 +51,7 @@ from typing import Any
 from . import BENCH, REPO, say
 from .corpus import ggml_flags_and_sources, read_list, resolve_ggml, sample_sources
 from .measure import JobResult, find_nvcc, machine_info, run_measured, run_pool
+from .results import dumps
 
 SUBSET_FILE = BENCH / "subset.txt"
 MULTI_ARCHS = "sm_75,sm_80,sm_86,sm_89,sm_90"
@@ -334,5 +334,5 @@ def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
             md += table(t, runs, next(iter(runs)))
     if s["files"]:
         md += [f"Files (seed {s['seed']}): " + " ".join(s["files"]), ""]
-    (out / f"{label}.json").write_text(json.dumps(s, indent=1) + "\n")
+    (out / f"{label}.json").write_text(dumps(s) + "\n")
     (out / f"{label}.md").write_text("\n".join(md))

@@ -24,7 +24,6 @@ remote cache and that ran. Writes <out>/<label>.json and <label>.md.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import shutil
 import time
@@ -33,6 +32,7 @@ from typing import Any
 
 from . import say
 from .corpus import GGML_PKG
+from .results import dumps
 
 STEPS = ("ci", "dev", "host-edit", "device-edit", "cold")
 HEADER = "src/ggml-cuda/common.cuh"
@@ -168,9 +168,9 @@ def main(argv: Sequence[str]) -> int:
             b.bazel.call("shutdown", log=b.raw / "bazel-shutdown.log")
             if not b.args.keep_work:
                 shutil.rmtree(b.work, ignore_errors=True)
-        (out / f"{args.label}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out / f"{args.label}.json").write_text(dumps(doc) + "\n")
         (out / f"{args.label}.md").write_text(markdown(args.label, doc))
     doc["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    (out / f"{args.label}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / f"{args.label}.json").write_text(dumps(doc) + "\n")
     print(markdown(args.label, doc))
     return 0
