@@ -154,6 +154,20 @@ EOF
 # interrupted run: A's wall then counts the hits of what the first try stored).
 fresh() { if [[ "${GGML_REUSE_KEEP_CACHE:-0}" != 1 ]]; then rm -rf "$1"; fi; }
 
+# pair NAME "FLAGS_A" "FLAGS_B": with a fresh $cache, NAME-A then NAME-B (each after
+# `bazel clean`, the flags split into words) in $mode, and B's report against A.
+pair() {
+    local a b
+    read -r -a a <<<"$2"
+    read -r -a b <<<"$3"
+    fresh "$cache"
+    bz clean
+    build "$1-A" "$mode" "$cache" "${a[@]}"
+    bz clean
+    build "$1-B" "$mode" "$cache" "${b[@]}"
+    report "$1-A" "$1-B"
+}
+
 heavy_file="$src/ggml/src/ggml-cuda/$heavy"
 cp "$heavy_file" "$work/$heavy.orig"
 for c in "${cases[@]}"; do
@@ -162,14 +176,7 @@ for c in "${cases[@]}"; do
         cache="$work/cache-$mode-$c"
         if [[ " ${GGML_REUSE_SKIP:-} " == *" $mode-$c "* ]]; then continue; fi
         case "$c" in
-        i)
-            fresh "$cache"
-            bz clean
-            build "$mode-i-A" "$mode" "$cache" -c opt --//cuda:archs="$archs5"
-            bz clean
-            build "$mode-i-B" "$mode" "$cache" -c opt --//cuda:archs=sm_90
-            report "$mode-i-A" "$mode-i-B"
-            ;;
+        i) pair "$mode-i" "-c opt --//cuda:archs=$archs5" "-c opt --//cuda:archs=sm_90" ;;
         iii)
             # A: (i)'s B when it ran (its cache), else a build of its own.
             if [[ -d "$work/cache-$mode-i" ]]; then
@@ -192,22 +199,8 @@ static int ggml_reuse_host_only_edit(int x) { return x + 1; }" "$heavy_file"
             report "$a" "$mode-iii-B"
             cp "$work/$heavy.orig" "$heavy_file"
             ;;
-        ii)
-            fresh "$cache"
-            bz clean
-            build "$mode-ii-A" "$mode" "$cache" -c fastbuild --//cuda:archs=sm_90
-            bz clean
-            build "$mode-ii-B" "$mode" "$cache" -c dbg --//cuda:archs=sm_90
-            report "$mode-ii-A" "$mode-ii-B"
-            ;;
-        iv)
-            fresh "$cache"
-            bz clean
-            build "$mode-iv-A" "$mode" "$cache" -c opt --//cuda:archs=sm_90
-            bz clean
-            build "$mode-iv-B" "$mode" "$cache" -c dbg --//cuda:archs=sm_90
-            report "$mode-iv-A" "$mode-iv-B"
-            ;;
+        ii) pair "$mode-ii" "-c fastbuild --//cuda:archs=sm_90" "-c dbg --//cuda:archs=sm_90" ;;
+        iv) pair "$mode-iv" "-c opt --//cuda:archs=sm_90" "-c dbg --//cuda:archs=sm_90" ;;
         *)
             echo "unknown case '$c' (accepted: i, ii, iii, iv)" >&2
             exit 2

@@ -22,6 +22,8 @@ PG_BIN=/usr/lib/postgresql/15/bin
 export PIP_ROOT_USER_ACTION=ignore
 
 log() { printf 'reapi_setup.sh: %s\n' "$*" >&2; }
+# shellcheck source=scripts/apt.sh
+source "$ROOT/scripts/apt.sh"
 
 install_apt_packages() {
     local missing=()
@@ -30,13 +32,7 @@ install_apt_packages() {
     # `python3 -m venv` needs ensurepip, which Debian ships apart.
     python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
     ((${#missing[@]} == 0)) && return 0
-    local sudo=()
-    [[ "$(id -u)" == 0 ]] || sudo=(sudo)
-    log "installing apt packages: ${missing[*]}"
-    "${sudo[@]}" apt-get update
-    # --force-confold: keep any existing configuration; no prompt.
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
-        -o Dpkg::Options::=--force-confold "${missing[@]}"
+    apt_get_install "${missing[@]}"
 }
 
 install_buildgrid() {

@@ -48,6 +48,8 @@ GOCODE=/usr/share/gocode
 export PIP_ROOT_USER_ACTION=ignore
 
 log() { printf 'setup.sh: %s\n' "$*" >&2; }
+# shellcheck source=scripts/apt.sh
+source "$ROOT/scripts/apt.sh"
 
 # Writes stdin to $1 only when the content differs, so that unchanged files keep their
 # mtime and Bazel does not refetch repositories that did not change.
@@ -78,12 +80,7 @@ install_apt_packages() {
         missing+=(python3-venv)
     fi
     ((${#missing[@]} == 0)) && return 0
-    local sudo=()
-    [[ "$(id -u)" == 0 ]] || sudo=(sudo)
-    log "installing apt packages: ${missing[*]}"
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
-        "${APT_PACKAGES[@]}" "${missing[@]}"
+    apt_get_install "${APT_PACKAGES[@]}" "${missing[@]}"
 }
 
 # .venv/ from the python3 on PATH (3.11 or later); made again when that interpreter
