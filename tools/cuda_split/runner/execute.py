@@ -6,7 +6,6 @@ empty directory), and the check that every declared output was written."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shlex
@@ -274,6 +273,8 @@ def _deterministic_module_id(
     m = _PID_MODULE_ID.fullmatch(module_id)
     if not m or m["pid"] != str(pid):
         return None
+    import hashlib  # here, not at the top: loading OpenSSL costs every step a few ms
+
     digest = hashlib.sha256((args.orig_src_path_name or args.src).encode() + b"\0")
     with open(argv[-1], "rb") as f:  # the preprocessed source, cudafe++'s input
         for chunk in iter(lambda: f.read(1 << 20), b""):
