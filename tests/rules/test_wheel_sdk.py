@@ -36,6 +36,7 @@ from collections.abc import Iterator
 import pytest
 
 import cuda_wheels as cvt
+from cuda_split.commands import execlog
 from support.bazel_util import REPO, checkout_copy, replace_sdk_block
 from support.starlark_util import eval_json
 
@@ -520,10 +521,32 @@ def test_nothing_is_shared_between_versions(ws: Workspace) -> None:
     )
 
 
-def _cuda_spawns(log: pathlib.Path) -> list[str]:
-    """The CUDA actions (mnemonic Cuda*) a build ran, from its --execution_log_json_file
-    (a stream of JSON objects, one per spawn; actions the action cache had are not in it)."""
-    return [mnemonic for mnemonic, _ in _cuda_spawn_hits(log)]
+def _build_versions(
+    ws: Workspace, tmp_path: pathlib.Path, target: str, *flags: str
+) -> list[list[tuple[str, bool]]]:
+    """Builds `target` for 13.0, 13.5, then 13.0 again with `flags`; per build, (mnemonic,
+    cache hit) of each CUDA spawn in its execution log (actions the action cache had are
+    not in it), read by cuda-split's own log reader."""
+    builds = []
+    for i, version in enumerate(("13.0", "13.5", "13.0")):
+        log = tmp_path / f"exec{i}.json"
+        ws.bazel(
+            "build",
+            f"--//cuda:version={version}",
+            *flags,
+            f"--execution_log_json_file={log}",
+            "--output_groups=+cuda_cubin",
+            target,
+        )
+        spawns = execlog.read_log(str(log))
+        builds.append(
+            [
+                (str(r["mnemonic"]), execlog.cache_hit(r))
+                for r in spawns
+                if str(r.get("mnemonic", "")).startswith("Cuda")
+            ]
+        )
+    return builds
 
 
 @pytest.mark.bazel
@@ -533,22 +556,9 @@ def test_versions_switched_in_one_output_base_rerun_their_cuda_actions(
     """13.0, 13.5, then 13.0 again, in one output base with no disk or remote cache:
     both versions write the same bazel-out/k8-fastbuild paths, so the third
     build reruns every CUDA action of the first (docs/sdk.md, "Versions side by side":
-    a transition that gave each version a directory of its own made a cc_library reached
-    both from the top level and through a cuda_library two conflicting actions, as
-    tests/rules/test_ggml_bazel.py's ggml-base showed; a disk or remote cache keeps both)."""
+    a disk or remote cache keeps both)."""
     target = "//examples/saxpy:saxpy"
-    ran = []
-    for i, version in enumerate(("13.0", "13.5", "13.0")):
-        log = tmp_path / f"exec{i}.json"
-        ws.bazel(
-            "build",
-            f"--//cuda:version={version}",
-            "--disk_cache=",
-            f"--execution_log_json_file={log}",
-            "--output_groups=+cuda_cubin",
-            target,
-        )
-        ran.append(_cuda_spawns(log))
+    ran = _build_versions(ws, tmp_path, target, "--disk_cache=")
     print("CUDA actions run by the builds 13.0, 13.5, 13.0:", [len(r) for r in ran])
     assert ran[1] and len(ran[2]) == len(ran[0]), [len(r) for r in ran]
 
@@ -575,38 +585,13 @@ def test_versions_switched_back_hit_a_disk_cache_with_path_mapping(
     inputs), and on the way back every CUDA action of the first build is a disk-cache hit:
     none runs again."""
     target = "//examples/saxpy:saxpy"
-    spawns = []
-    for i, version in enumerate(("13.0", "13.5", "13.0")):
-        log = tmp_path / f"exec{i}.json"
-        ws.bazel(
-            "build",
-            f"--//cuda:version={version}",
-            f"--disk_cache={tmp_path / 'disk'}",
-            "--experimental_output_paths=strip",
-            f"--execution_log_json_file={log}",
-            "--output_groups=+cuda_cubin",
-            target,
-        )
-        spawns.append(_cuda_spawn_hits(log))
+    disk = f"--disk_cache={tmp_path / 'disk'}"
+    spawns = _build_versions(ws, tmp_path, target, disk, "--experimental_output_paths=strip")
     first, other, back = spawns
     assert first and not any(hit for _, hit in first), first
     assert other and not any(hit for _, hit in other), other
     assert sorted(m for m, _ in back) == sorted(m for m, _ in first), back
     assert all(hit for _, hit in back), back
-
-
-def _cuda_spawn_hits(log: pathlib.Path) -> list[tuple[str, bool]]:
-    """(mnemonic, whether a disk or remote cache had it) of each CUDA spawn of `log`."""
-    text, decoder, pos, spawns = log.read_text(), json.JSONDecoder(), 0, []
-    while pos < len(text):
-        if text[pos].isspace():
-            pos += 1
-            continue
-        spawn, pos = decoder.raw_decode(text, pos)
-        if spawn.get("mnemonic", "").startswith("Cuda"):
-            hit = bool(spawn.get("remoteCacheHit") or spawn.get("cacheHit"))
-            spawns.append((spawn["mnemonic"], hit))
-    return spawns
 
 
 @pytest.mark.bazel
