@@ -247,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     archs = args.archs.split(",")
     settings: dict[str, dict[str, list[dict[str, Any]]]] = {}
     command = shlex.join([sys.executable, "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
-    label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-seed{seed}"
+    which = f"seed{seed}" if chosen else "cmake"
+    label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-{which}"
     info = machine_info(args.nvcc)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,8 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure("one_arch", "nvcc", args.pairs, lambda p: peers.build(p, chosen, archs))
             if args.multi_archs != "none":
                 many = args.multi_archs.split(",")
-                build = lambda p: peers.build(p, chosen, many)  # noqa: E731
-                measure("multi_arch", "nvcc-t", args.multi_runs, build)
+                measure(
+                    "multi_arch", "nvcc-t", args.multi_runs, lambda p: peers.build(p, chosen, many)
+                )
         if llama:
             measure("cmake", "nvcc", args.cmake_pairs, lambda p: peers.cmake(p, llama, archs))
     finally:

@@ -31,11 +31,11 @@ from .analysis import analyze, n_repeats
 SUMMARY_FORMAT = 1
 # The last commit whose benchmarks/results/*.json held every measurement.
 LAST_FULL = "9c93cde"
-# Measurement fields that are not a quantity to take the median of.
 CORPUS_STORE = "corpus.json"  # beside the summaries: their corpus lists, by digest
 LONG_LIST = 12  # items from which a list of the corpus's meta is kept in CORPUS_STORE
 WIDTH = 100  # of the summary's lines, where a list or object fits (dumps)
 EXPLAIN_ROWS = 12  # nvcc-split's miss reasons kept (the report's table: report.cache_notes)
+# Measurement fields that are not a quantity to take the median of.
 NOT_MEASURED = ("repeat", "split_j", "jobserver_tokens", "jobserver_tokens_returned")
 
 
