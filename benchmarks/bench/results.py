@@ -164,7 +164,7 @@ def dumps(doc: Any, indent: int = 0) -> str:
         return flat
     if isinstance(doc, dict):
         items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items()]
-        if all(len(x) <= WIDTH // 2 for x in items):  # short items: wrapped, a few a line
+        if all(len(x) <= WIDTH * 2 // 3 for x in items):  # short items: wrapped, a few a line
             return "{\n" + wrapped(items, pad) + "\n" + " " * indent + "}"
         items = [f"{pad}{json.dumps(k)}: {dumps(v, indent + 1)}" for k, v in doc.items()]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
