@@ -245,7 +245,7 @@ class Bazel:
         proc = self.call(
             "build",
             f"--jobs={self.jobs}",
-            f"--local_cpu_resources={self.jobs}",
+            f"--local_resources=cpu={self.jobs}",
             f"--execution_log_json_file={exec_log}",
             *flags,
             *targets,

@@ -1,9 +1,10 @@
 """Where nvcc-split's own CPU goes: compiles of one file, run in this process.
 
     python3 benchmarks/run.py profile --corpus-dir GGML --nvcc NVCC [--file F]
-        [--jobs J] [--runs empty,warm,next,none] [--next-file F] [--breakdown]
+        [--jobs J] [--archs A,B] [--runs empty,warm,next,none] [--next-file F] [--breakdown]
 
-Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for 5 archs, once per
+Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for `--archs` (default
+the 5 of ARCHS), once per
 `--runs` item: with an empty cache, with the cache the last empty run filled (every step
 a hit), `--next-file` into that cache (its headers and the SDK's tools already noted:
 what each file after the first of a cold build pays), without a cache. For each it
@@ -21,6 +22,7 @@ import argparse
 import contextlib
 import os
 import pathlib
+import re
 import resource
 import sys
 import tempfile
@@ -33,7 +35,7 @@ from . import REPO  # puts tools/ on sys.path
 if str(REPO / "tests") not in sys.path:  # tests/support/corpus.py: ggml's flags
     sys.path.insert(0, str(REPO / "tests"))
 
-ARCHS = ("75", "80", "86", "89", "90")
+ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
 RUNS = {
     "empty": "an empty cache",
     "empty-nopool": "an empty cache, --no-slot-pool",
@@ -72,6 +74,8 @@ MEASURED = (
     ("cuda_split.cache", "encode_entry"),
     ("cuda_split.cache", "decode_entry"),
     ("cuda_split.cache", "sha256_file"),
+    ("cuda_split.cache", "Cache.tool_digest"),
+    ("cuda_split.cache", "atomic_write"),
     ("cuda_split.driver.slots", "SlotPool.try_acquire"),
     ("cuda_split.driver.slots", "SlotPool.announce"),
     ("cuda_split.driver.slots", "chains"),
@@ -154,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--jobs", default="2", help="nvcc-split's -j")
     ap.add_argument(
+        "--archs", default=",".join(ARCHS), help=f"the archs (default {','.join(ARCHS)})"
+    )
+    ap.add_argument(
         "--breakdown",
         action="store_true",
         help="print the thread CPU seconds of the driver's main functions (MEASURED)",
@@ -166,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     runs = args.runs.split(",")
+    archs = args.archs.split(",")
+    if bad := [a for a in archs if not re.fullmatch(r"sm_\d+[af]?", a)]:
+        ap.error(f"--archs: {', '.join(bad)} is not an arch like sm_90 (comma-separated)")
     if bad := [r for r in runs if r not in RUNS]:
         ap.error(f"--runs: unknown {', '.join(bad)} (accepted: {', '.join(RUNS)})")
 
@@ -176,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.nvcc = os.path.abspath(args.nvcc)
     os.chdir(ggml)
     work = pathlib.Path(tempfile.mkdtemp(prefix="driver-profile-"))
-    gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
+    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
     flags = [*corpus.ggml_cuda_flags(), *gencode, "-o", str(work / "x.o")]
     common = ["--nvcc", args.nvcc, "-j", args.jobs]
     caches = 0

@@ -29,7 +29,8 @@ The build is timed (wall, CPU of its tree), not the configure.
 Needs only the Python standard library and this checkout's tools/ (bench/ puts it on
 sys.path; the processes get it as PYTHONPATH). Writes <out>/<label>.json (medians per
 peer, the ratios, every run) and <label>.md (the table and the command); the objects and
-the logs go to a temporary directory, removed at the end. The summary is rewritten after
+the logs go to a temporary directory, removed at the end (with `--raw DIR`, each sample
+build's per-file times and nvcc-split's `--trace` stay in DIR). The summary is rewritten after
 every build, so a run cut short keeps what it measured.
 """
 
@@ -76,6 +77,9 @@ class Peers:
         self.flags = flags
         self.jobs = args.jobs
         self.work = pathlib.Path(tempfile.mkdtemp(prefix="one-arch-"))
+        self.raw = pathlib.Path(args.raw) if args.raw else None
+        if self.raw:
+            self.raw.mkdir(parents=True, exist_ok=True)
         self.tools = {"split": str(REPO / "tools")}
         if args.base_tools:
             self.tools["split-base"] = str(pathlib.Path(args.base_tools).resolve())
@@ -89,6 +93,8 @@ class Peers:
             return [self.nvcc, "-t", str(len(archs)), *nvcc_args]
         cache = self.work / f"cache-{self.runs}"
         driver = [sys.executable, "-m", "cuda_split.driver", "--nvcc", self.nvcc]
+        if self.raw:
+            driver += ["--trace", str(self.raw / f"run-{self.runs}-{peer}.trace.jsonl")]
         return [*driver, "--cache-dir", str(cache), "--", *nvcc_args]
 
     def build(self, peer: str, sources: Sequence[str], archs: Sequence[str]) -> dict[str, Any]:
@@ -119,7 +125,14 @@ class Peers:
         shutil.rmtree(self.work / f"cache-{self.runs}", ignore_errors=True)
         keep = ("wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "peak_rss_mib")
         row = {k: totals[k] for k in keep}
-        say(f"{peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s")
+        files = totals["files"]
+        heaviest = max(files, key=lambda f: files[f]["wall_s"])
+        say(
+            f"{peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s; "
+            f"the longest file {heaviest}, {files[heaviest]['wall_s']:.1f} s"
+        )
+        if self.raw:
+            (self.raw / f"run-{self.runs}-{peer}.files.json").write_text(dumps(files) + "\n")
         return row
 
     def cmake(self, peer: str, llama: pathlib.Path, archs: Sequence[str]) -> dict[str, Any]:
@@ -227,6 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cmake-pairs", type=int, default=2, help="alternating pairs for --cmake")
     ap.add_argument("--out", default=str(BENCH / "results"), help="where the summary goes")
     ap.add_argument("--label", default="", help="file name of the summary (default one-arch-…)")
+    ap.add_argument(
+        "--raw",
+        default="",
+        metavar="DIR",
+        help="keep each sample build's per-file wall and CPU (run-N-PEER.files.json) and "
+        "nvcc-split's --trace of it (run-N-PEER.trace.jsonl) in DIR",
+    )
     args = ap.parse_args(argv)
     if args.sample < 0 or (args.sample == 0 and not args.cmake):
         ap.error(f"--sample {args.sample}: give a number of files, or 0 with --cmake")

@@ -34,3 +34,9 @@ def test_unknown_runs_are_named(capsys) -> None:
         driver_profile.main(["--corpus-dir", ".", "--nvcc", "nvcc", "--runs", "empty,cold"])
     err = capsys.readouterr().err
     assert "unknown cold" in err and "accepted: empty, empty-nopool, warm, next, none" in err
+
+
+def test_archs_that_are_not_sm_archs_are_named(capsys) -> None:
+    with pytest.raises(SystemExit):
+        driver_profile.main(["--corpus-dir", ".", "--nvcc", "nvcc", "--archs", "sm_90,90"])
+    assert "--archs: 90 is not an arch like sm_90" in capsys.readouterr().err
