@@ -1,6 +1,6 @@
 """benchmarks/bench/one_arch.py: the one-arch scenario's CMake setting (the configure and
 build commands of each peer), its llama.cpp source, and the committed summaries
-rendering their committed tables."""
+rendering their committed tables, and what `--raw` keeps of a sample's builds."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from conftest import REPO
 RESULTS = REPO / "benchmarks" / "results"
 
 
-@pytest.mark.parametrize("label", ["one-arch-16core-cmake", "one-arch-16core-seed20261203"])
+@pytest.mark.parametrize(
+    "label",
+    ["one-arch-16core-cmake", "one-arch-16core-seed20261203", "one-arch-16core-seed20261204"],
+)
 def test_a_committed_summary_gives_its_committed_table(label: str, tmp_path) -> None:
     summary = json.loads((RESULTS / f"{label}.json").read_text())
     one_arch.write(tmp_path, label, summary)
@@ -62,7 +65,7 @@ def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, mo
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    args = argparse.Namespace(nvcc="/sdk/bin/nvcc", jobs=3, base_tools="")
+    args = argparse.Namespace(nvcc="/sdk/bin/nvcc", jobs=3, base_tools="", raw="")
     peers = one_arch.Peers(args, tmp_path, [])
     llama = _llama(tmp_path / "src")
     rows = {peer: peers.cmake(peer, llama, ["sm_90"]) for peer in ("nvcc", "split")}
@@ -77,3 +80,26 @@ def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, mo
     assert ";-m;cuda_split.driver;--cache-dir;" in configure_split
     for build in (build_nvcc, build_split):
         assert build.startswith("--build ") and build.endswith("--target test-backend-ops -j 3")
+
+
+def test_raw_keeps_each_builds_per_file_times_and_asks_nvcc_split_for_a_trace(tmp_path):
+    # An nvcc that writes its -o after a pause, the longer for the second file.
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *b.cu*) sleep 0.3;; esac\n'
+        'while [ "$1" != -o ]; do shift; done; touch "$2"\n'
+    )
+    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
+    raw = tmp_path / "raw"
+    args = argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw=str(raw))
+    peers = one_arch.Peers(args, tmp_path, ["-O3"])
+    row = peers.build("nvcc", ["a.cu", "b.cu"], ["sm_90"])
+    assert row["wall_s"] >= 0.3
+    files = json.loads((raw / "run-1-nvcc.files.json").read_text())
+    assert set(files) == {"a.cu", "b.cu"} and files["b.cu"]["wall_s"] >= 0.3
+    split = peers.argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
+    assert split[split.index("--trace") + 1] == str(raw / "run-1-split.trace.jsonl")
+    assert "--trace" not in one_arch.Peers(
+        argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw=""), tmp_path, []
+    ).argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
