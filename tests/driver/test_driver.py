@@ -253,6 +253,29 @@ def test_cache_evicts_least_recently_used(tmp_path):
     assert int((tmp_path / "c" / "size").read_text()) == c.size()
 
 
+def test_cache_writes_do_not_fsync_and_what_a_crash_empties_is_recomputed(tmp_path, monkeypatch):
+    # No fsync: a crash of the machine may leave any file the cache wrote empty.
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("the cache fsynced")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    c = cachelib.Cache(str(tmp_path / "c"))
+    key = cachelib.key_of({"n": 1})
+    stored = c.store(key, {"f": b"x" * 100}, {})
+    c.added(stored)
+    c.count(0, 1)
+    c.record_parts("src\0cicc\0compute_90", {"a": 1})
+    for name in ("size", "stats"):
+        (tmp_path / "c" / name).write_text("")
+    pathlib.Path(c.entry_path(key)).write_bytes(b"")
+    assert c.lookup(key)[1].startswith("corrupt")
+    c.store(key, {"f": b"x" * 100}, {})
+    c.added(1)
+    assert int((tmp_path / "c" / "size").read_text()) == c.size()  # counted, not 0 + 1
+    c.count(1, 0)
+    assert "hits" in c.stats_text()
+
+
 def test_parse_size():
     assert cachelib.parse_size("5G") == 5 * 10**9
     assert cachelib.parse_size("1.5GiB") == int(1.5 * 2**30)
