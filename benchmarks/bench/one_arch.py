@@ -3,7 +3,8 @@
     python3 benchmarks/run.py one-arch [--nvcc NVCC] [--corpus-dir GGML | --sdist SDIST]
         [--sample 16] [--seed S] [--jobs J] [--pairs 2] [--archs sm_90]
         [--multi-archs sm_75,sm_80,sm_86,sm_89,sm_90 | --multi-archs none]
-        [--base-tools DIR] [--cmake LLAMA_CPP [--cmake-pairs 2]] [--out DIR] [--label L]
+        [--base-tools DIR] [--no-cache-peer] [--cmake LLAMA_CPP [--cmake-pairs 2]]
+        [--out DIR] [--label L] [--raw DIR]
 
 A seeded random sample of ggml's CUDA sources that no benchmark names (none of
 subset.txt; the seed defaults to today's date, and is printed), compiled `--jobs` files
@@ -16,7 +17,9 @@ at once (default: the cores) with ggml's flags, by two peers:
 in alternating pairs (`--pairs`, the order swapped from one pair to the next) for
 `--archs` (default sm_90 alone), then one run each of `nvcc -t N` and nvcc-split for
 `--multi-archs` (5 archs by default; `none` skips it). `--base-tools DIR` adds the peer
-`split-base`: nvcc-split from another checkout's tools/ (before and after, in one run).
+`split-base`: nvcc-split from another checkout's tools/ (before and after, in one run);
+`--no-cache-peer` the peer `split-nocache`: this nvcc-split with `--no-cache` (what the
+cache's keys, notes and stores cost, in one run).
 `--sample 0` skips the sample (and --multi-archs).
 
 `--cmake LLAMA_CPP` (a llama.cpp source tree, or a .tar.gz holding one as llama.cpp/)
@@ -83,6 +86,8 @@ class Peers:
         self.tools = {"split": str(REPO / "tools")}
         if args.base_tools:
             self.tools["split-base"] = str(pathlib.Path(args.base_tools).resolve())
+        if getattr(args, "no_cache_peer", False):
+            self.tools["split-nocache"] = self.tools["split"]
         self.runs = 0
 
     def argv(self, peer: str, src: str, obj: pathlib.Path, archs: Sequence[str]) -> list[str]:
@@ -95,6 +100,8 @@ class Peers:
         driver = [sys.executable, "-m", "cuda_split.driver", "--nvcc", self.nvcc]
         if self.raw:
             driver += ["--trace", str(self.raw / f"run-{self.runs}-{peer}.trace.jsonl")]
+        if peer == "split-nocache":
+            return [*driver, "--no-cache", "--", *nvcc_args]
         return [*driver, "--cache-dir", str(cache), "--", *nvcc_args]
 
     def build(self, peer: str, sources: Sequence[str], archs: Sequence[str]) -> dict[str, Any]:
@@ -155,7 +162,10 @@ class Peers:
             env["PYTHONPATH"] = self.tools[peer]
             env.pop("CUDA_SPLIT_CACHE_DIR", None)
             launcher = [sys.executable, "-m", "cuda_split.driver"]
-            launcher += ["--cache-dir", str(self.work / f"cache-{self.runs}")]
+            if peer == "split-nocache":
+                launcher.append("--no-cache")
+            else:
+                launcher += ["--cache-dir", str(self.work / f"cache-{self.runs}")]
             configure.append("-DCMAKE_CUDA_COMPILER_LAUNCHER=" + ";".join(launcher))
         with log.open("wb") as out:
             if subprocess.run(configure, env=env, stdout=out, stderr=subprocess.STDOUT).returncode:
@@ -236,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--multi-archs", default=MULTI_ARCHS, help=f"'none' or archs ({MULTI_ARCHS})")
     ap.add_argument("--multi-runs", type=int, default=1, help="runs per peer of --multi-archs")
     ap.add_argument("--base-tools", default="", help="another tools/ dir: peer split-base")
+    ap.add_argument(
+        "--no-cache-peer", action="store_true", help="add the peer split-nocache (--no-cache)"
+    )
     ap.add_argument("--cmake", default="", help="llama.cpp (dir or .tar.gz): the CMake setting")
     ap.add_argument("--cmake-pairs", type=int, default=2, help="alternating pairs for --cmake")
     ap.add_argument("--out", default=str(BENCH / "results"), help="where the summary goes")

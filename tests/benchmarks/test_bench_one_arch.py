@@ -65,13 +65,17 @@ def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, mo
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    args = argparse.Namespace(nvcc="/sdk/bin/nvcc", jobs=3, base_tools="", raw="")
+    args = argparse.Namespace(
+        nvcc="/sdk/bin/nvcc", jobs=3, base_tools="", raw="", no_cache_peer=True
+    )
     peers = one_arch.Peers(args, tmp_path, [])
     llama = _llama(tmp_path / "src")
-    rows = {peer: peers.cmake(peer, llama, ["sm_90"]) for peer in ("nvcc", "split")}
+    rows = {p: peers.cmake(p, llama, ["sm_90"]) for p in ("nvcc", "split", "split-nocache")}
     assert all(r["cuda_objects"] == 1 and r["wall_s"] >= 0 for r in rows.values())
-    configure_nvcc, build_nvcc, configure_split, build_split = log.read_text().splitlines()
-    for configure in (configure_nvcc, configure_split):
+    calls = log.read_text().splitlines()
+    configure_nvcc, build_nvcc, configure_split, build_split, configure_nocache = calls[:5]
+    assert ";-m;cuda_split.driver;--no-cache " in configure_nocache + " "
+    for configure in (configure_nvcc, configure_split, configure_nocache):
         assert f"-S {llama}" in configure
         assert "-DCMAKE_CUDA_COMPILER=/sdk/bin/nvcc" in configure
         assert "-DCMAKE_CUDA_ARCHITECTURES=90-real" in configure
@@ -103,3 +107,14 @@ def test_raw_keeps_each_builds_per_file_times_and_asks_nvcc_split_for_a_trace(tm
     assert "--trace" not in one_arch.Peers(
         argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw=""), tmp_path, []
     ).argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
+
+
+def test_the_no_cache_peer_runs_this_nvcc_split_without_a_cache(tmp_path) -> None:
+    args = argparse.Namespace(nvcc="nvcc", jobs=2, base_tools="", raw="", no_cache_peer=True)
+    peers = one_arch.Peers(args, tmp_path, [])
+    assert list(peers.tools) == ["split", "split-nocache"]
+    assert peers.tools["split-nocache"] == peers.tools["split"]
+    nocache = peers.argv("split-nocache", "a.cu", tmp_path / "a.o", ["sm_90"])
+    split = peers.argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
+    assert "--no-cache" in nocache and "--cache-dir" not in nocache
+    assert "--cache-dir" in split and "--no-cache" not in split
