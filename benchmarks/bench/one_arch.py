@@ -43,6 +43,7 @@ import argparse
 import datetime
 import os
 import pathlib
+import resource
 import shlex
 import shutil
 import statistics
@@ -211,6 +212,22 @@ def llama_source(given: str, scratch: pathlib.Path) -> pathlib.Path:
     return path
 
 
+def startup_cpu_ms(repeats: int = 10) -> dict[str, float]:
+    """The CPU ms of this interpreter's start-up, bare and with nvcc-split's imports
+    (medians of `repeats`): what each nvcc-split process pays before its first step."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+    result = {}
+    for name, code in (("bare", "pass"), ("driver_imports", "import cuda_split.driver.cli")):
+        spent = []
+        for _ in range(repeats):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            spent.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        result[f"{name}_cpu_ms"] = round(statistics.median(spent) * 1000, 1)
+    return result
+
+
 def medians(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "cpu_s") if runs}
 
@@ -282,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = shlex.join([sys.executable, "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
     which = f"seed{seed}" if chosen else "cmake"
     label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-{which}"
-    info = machine_info(args.nvcc)
+    info = machine_info(args.nvcc) | {"python_startup": startup_cpu_ms()}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -357,7 +374,13 @@ def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
     md += [
         f"{machine['cores_usable']} cores ({machine['cpu_model']}), {s['nvcc_version']}, "
         f"{s['gcc_version']}, Python {machine['python']}; {s['jobs']} at once; nvcc-split "
-        "with an empty cache per build.",
+        "with an empty cache per build."
+        + (
+            " The interpreter's start-up: {bare_cpu_ms} ms CPU, {driver_imports_cpu_ms} ms "
+            "with nvcc-split's imports (medians of 10).".format(**s["python_startup"])
+            if "python_startup" in s
+            else ""
+        ),
         "",
     ]
     for setting, title in TITLES.items():

@@ -118,3 +118,14 @@ def test_the_no_cache_peer_runs_this_nvcc_split_without_a_cache(tmp_path) -> Non
     split = peers.argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
     assert "--no-cache" in nocache and "--cache-dir" not in nocache
     assert "--cache-dir" in split and "--no-cache" not in split
+
+
+def test_the_summary_says_the_interpreters_start_up(tmp_path) -> None:
+    startup = one_arch.startup_cpu_ms(repeats=2)
+    assert startup["driver_imports_cpu_ms"] > startup["bare_cpu_ms"] > 0
+    summary = json.loads((RESULTS / "one-arch-16core-seed20261204.json").read_text())
+    one_arch.write(tmp_path, "x", summary | {"python_startup": startup})
+    assert (
+        f"The interpreter's start-up: {startup['bare_cpu_ms']} ms CPU, "
+        f"{startup['driver_imports_cpu_ms']} ms with nvcc-split's imports"
+    ) in (tmp_path / "x.md").read_text()
