@@ -4,13 +4,12 @@
         [--jobs J] [--archs A,B] [--runs empty,warm,next,none] [--next-file F] [--breakdown]
 
 Compiles F (default `src/ggml-cuda/softmax.cu`) with ggml's flags for `--archs` (default
-the 5 of ARCHS), once per
-`--runs` item: with an empty cache, with the cache the last empty run filled (every step
-a hit), `--next-file` into that cache (its headers and the SDK's tools already noted:
-what each file after the first of a cold build pays), without a cache. For each it
-prints the driver's own CPU seconds (this process's `getrusage`: nvcc's tools, its
-children, not counted) and, with `--breakdown`, the thread CPU seconds of the driver's
-main functions (MEASURED, each inclusive of what it calls).
+ARCHS' five), once per `--runs` item: with an empty cache, with the cache the last empty
+run filled (every step a hit), `--next-file` into that cache (its headers and the SDK's
+tools already noted: what each file after the first of a cold build pays), without a
+cache. For each it prints the driver's own CPU seconds (this process's `getrusage`:
+nvcc's tools, its children, not counted) and, with `--breakdown`, the thread CPU seconds
+of the driver's main functions (MEASURED, each inclusive of what it calls).
 (cProfile cannot serve: from Python 3.12 on one profiler sees every thread, with one
 clock.) A run with an empty cache also hashes the SDK's tools once (about 0.3 s), which a
 build of many files pays once.
@@ -31,6 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from . import REPO  # puts tools/ on sys.path
+from .configs import gencodes
 
 if str(REPO / "tests") not in sys.path:  # tests/support/corpus.py: ggml's flags
     sys.path.insert(0, str(REPO / "tests"))
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.nvcc = os.path.abspath(args.nvcc)
     os.chdir(ggml)
     work = pathlib.Path(tempfile.mkdtemp(prefix="driver-profile-"))
-    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    gencode = gencodes(archs)
     flags = [*corpus.ggml_cuda_flags(), *gencode, "-o", str(work / "x.o")]
     common = ["--nvcc", args.nvcc, "-j", args.jobs]
     caches = 0

@@ -81,13 +81,13 @@ class Peers:
         self.flags = flags
         self.jobs = args.jobs
         self.work = pathlib.Path(tempfile.mkdtemp(prefix="one-arch-"))
-        self.raw = pathlib.Path(args.raw) if args.raw else None
+        self.raw = pathlib.Path(args.raw).resolve() if args.raw else None  # compiles run in ggml
         if self.raw:
             self.raw.mkdir(parents=True, exist_ok=True)
         self.tools = {"split": str(REPO / "tools")}
         if args.base_tools:
             self.tools["split-base"] = str(pathlib.Path(args.base_tools).resolve())
-        if getattr(args, "no_cache_peer", False):
+        if args.no_cache_peer:
             self.tools["split-nocache"] = self.tools["split"]
         self.runs = 0
 
@@ -134,10 +134,10 @@ class Peers:
         keep = ("wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "peak_rss_mib")
         row = {k: totals[k] for k in keep}
         files = totals["files"]
-        heaviest = max(files, key=lambda f: files[f]["wall_s"])
+        longest = max(files, key=lambda f: files[f]["wall_s"], default="")
         say(
-            f"{peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s; "
-            f"the longest file {heaviest}, {files[heaviest]['wall_s']:.1f} s"
+            f"{peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s"
+            + (f"; the longest file {longest}, {files[longest]['wall_s']:.1f} s" if longest else "")
         )
         if self.raw:
             (self.raw / f"run-{self.runs}-{peer}.files.json").write_text(dumps(files) + "\n")

@@ -40,3 +40,13 @@ def test_archs_that_are_not_sm_archs_are_named(capsys) -> None:
     with pytest.raises(SystemExit):
         driver_profile.main(["--corpus-dir", ".", "--nvcc", "nvcc", "--archs", "sm_90,90"])
     assert "--archs: 90 is not an arch like sm_90" in capsys.readouterr().err
+
+
+def test_archs_are_compiled_as_the_gencodes_of_each_spelling() -> None:
+    from bench.configs import gencodes
+
+    assert gencodes(["sm_90a", "sm_100f", "sm_75"]) == [
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "-gencode=arch=compute_100f,code=sm_100f",
+        "-gencode=arch=compute_75,code=sm_75",
+    ]

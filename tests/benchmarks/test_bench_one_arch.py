@@ -73,7 +73,7 @@ def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, mo
     rows = {p: peers.cmake(p, llama, ["sm_90"]) for p in ("nvcc", "split", "split-nocache")}
     assert all(r["cuda_objects"] == 1 and r["wall_s"] >= 0 for r in rows.values())
     calls = log.read_text().splitlines()
-    configure_nvcc, build_nvcc, configure_split, build_split, configure_nocache = calls[:5]
+    configure_nvcc, build_nvcc, configure_split, build_split, configure_nocache, _ = calls
     assert ";-m;cuda_split.driver;--no-cache " in configure_nocache + " "
     for configure in (configure_nvcc, configure_split, configure_nocache):
         assert f"-S {llama}" in configure
@@ -86,7 +86,9 @@ def test_the_cmake_setting_configures_each_peer_and_times_the_build(tmp_path, mo
         assert build.startswith("--build ") and build.endswith("--target test-backend-ops -j 3")
 
 
-def test_raw_keeps_each_builds_per_file_times_and_asks_nvcc_split_for_a_trace(tmp_path):
+def test_raw_keeps_each_builds_per_file_times_and_asks_nvcc_split_for_a_trace(
+    tmp_path, monkeypatch
+):
     # An nvcc that writes its -o after a pause, the longer for the second file.
     nvcc = tmp_path / "nvcc"
     nvcc.write_text(
@@ -96,17 +98,20 @@ def test_raw_keeps_each_builds_per_file_times_and_asks_nvcc_split_for_a_trace(tm
     )
     nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
     raw = tmp_path / "raw"
-    args = argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw=str(raw))
-    peers = one_arch.Peers(args, tmp_path, ["-O3"])
+    monkeypatch.chdir(tmp_path)  # a relative --raw: the compiles run in the ggml directory
+    args = argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw="raw", no_cache_peer=False)
+    (tmp_path / "ggml").mkdir()
+    peers = one_arch.Peers(args, tmp_path / "ggml", ["-O3"])
     row = peers.build("nvcc", ["a.cu", "b.cu"], ["sm_90"])
     assert row["wall_s"] >= 0.3
     files = json.loads((raw / "run-1-nvcc.files.json").read_text())
     assert set(files) == {"a.cu", "b.cu"} and files["b.cu"]["wall_s"] >= 0.3
     split = peers.argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
     assert split[split.index("--trace") + 1] == str(raw / "run-1-split.trace.jsonl")
-    assert "--trace" not in one_arch.Peers(
-        argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw=""), tmp_path, []
-    ).argv("split", "a.cu", tmp_path / "a.o", ["sm_90"])
+    plain = argparse.Namespace(nvcc=str(nvcc), jobs=2, base_tools="", raw="", no_cache_peer=False)
+    assert "--trace" not in one_arch.Peers(plain, tmp_path, []).argv(
+        "split", "a.cu", tmp_path / "a.o", ["sm_90"]
+    )
 
 
 def test_the_no_cache_peer_runs_this_nvcc_split_without_a_cache(tmp_path) -> None:

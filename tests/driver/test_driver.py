@@ -264,16 +264,20 @@ def test_cache_writes_do_not_fsync_and_what_a_crash_empties_is_recomputed(tmp_pa
     stored = c.store(key, {"f": b"x" * 100}, {})
     c.added(stored)
     c.count(0, 1)
-    c.record_parts("src\0cicc\0compute_90", {"a": 1})
+    ident = "src\0cicc\0compute_90"
+    c.record_parts(ident, {"a": 1})
+    assert c.last_parts(ident) == {"a": 1}
     for name in ("size", "stats"):
         (tmp_path / "c" / name).write_text("")
+    pathlib.Path(c._last_path(ident)).write_text("")
+    assert c.last_parts(ident) is None
     pathlib.Path(c.entry_path(key)).write_bytes(b"")
     assert c.lookup(key)[1].startswith("corrupt")
     c.store(key, {"f": b"x" * 100}, {})
     c.added(1)
     assert int((tmp_path / "c" / "size").read_text()) == c.size()  # counted, not 0 + 1
     c.count(1, 0)
-    assert "hits" in c.stats_text()
+    assert "steps looked up  1: 1 hits, 0 misses" in c.stats_text()  # the empty stats: 0
 
 
 def test_parse_size():
