@@ -33,7 +33,8 @@ Needs only the Python standard library and this checkout's tools/ (bench/ puts i
 sys.path; the processes get it as PYTHONPATH). Writes <out>/<label>.json (medians per
 peer, the ratios, every run) and <label>.md (the table and the command); the objects and
 the logs go to a temporary directory, removed at the end (with `--raw DIR`, each sample
-build's per-file times and nvcc-split's `--trace` stay in DIR). The summary is rewritten after
+build's per-file times and nvcc-split's `--trace` stay in DIR, and each nvcc-split
+build's log says where its longest file's wall went: steps, idle between them, the rest). The summary is rewritten after
 every build, so a run cut short keeps what it measured.
 """
 
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import pathlib
 import resource
@@ -141,6 +143,14 @@ class Peers:
         )
         if self.raw:
             (self.raw / f"run-{self.runs}-{peer}.files.json").write_text(dumps(files) + "\n")
+            trace = self.raw / f"run-{self.runs}-{peer}.trace.jsonl"
+            if longest and trace.is_file():
+                chain = chain_times(trace, self.ggml / longest, files[longest]["wall_s"])
+                say(
+                    f"  {longest}: steps {chain['steps_s']:.2f} s, idle between them "
+                    f"{chain['idle_s']:.2f} s, before the first and after the last "
+                    f"{chain['outside_s']:.2f} s"
+                )
         return row
 
     def cmake(self, peer: str, llama: pathlib.Path, archs: Sequence[str]) -> dict[str, Any]:
@@ -195,6 +205,34 @@ class Peers:
         }
         say(f"cmake {peer} {','.join(archs)}: {row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} CPU s")
         return row
+
+
+def chain_times(trace: pathlib.Path, source: pathlib.Path, wall_s: float) -> dict[str, float]:
+    """Where one compile's wall went, from nvcc-split's --trace: the union of its steps'
+    intervals, the time between them while none ran, and the rest of `wall_s` (the
+    interpreter's start-up, the plan, the end)."""
+    spans = []
+    for line in trace.read_text().splitlines():
+        record = json.loads(line)
+        if "step" in record and pathlib.Path(record["src"]) == source.resolve():
+            spans.append((record["start"], record["end"]))
+    if not spans:
+        return {"steps_s": 0.0, "idle_s": 0.0, "outside_s": round(wall_s, 3)}
+    spans.sort()
+    busy, (first, reach) = 0.0, spans[0]
+    start = first
+    for a, b in spans[1:]:
+        if a > reach:
+            busy += reach - start
+            start = a
+        reach = max(reach, b)
+    busy += reach - start
+    span = reach - first
+    return {
+        "steps_s": round(busy, 3),
+        "idle_s": round(span - busy, 3),
+        "outside_s": round(wall_s - span, 3),
+    }
 
 
 def llama_source(given: str, scratch: pathlib.Path) -> pathlib.Path:

@@ -134,3 +134,22 @@ def test_the_summary_says_the_interpreters_start_up(tmp_path) -> None:
         f"The interpreter's start-up: {startup['bare_cpu_ms']} ms CPU, "
         f"{startup['driver_imports_cpu_ms']} ms with nvcc-split's imports"
     ) in (tmp_path / "x.md").read_text()
+
+
+def test_chain_times_splits_a_compiles_wall_into_steps_idle_and_the_rest(tmp_path) -> None:
+    src = tmp_path / "a.cu"
+    rows = [
+        {"src": str(src), "step": "host_preprocess", "start": 10.0, "end": 11.0},
+        {"src": str(src), "step": "device_preprocess", "start": 10.5, "end": 11.5},
+        {"src": str(src), "step": "cicc", "start": 12.0, "end": 15.0},
+        {"src": str(tmp_path / "b.cu"), "step": "cicc", "start": 0.0, "end": 30.0},
+        {"src": "a.cu", "driver_cpu": 0.2, "end": 15.1},
+    ]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert one_arch.chain_times(trace, src, 5.5) == {
+        "steps_s": 4.5,
+        "idle_s": 0.5,
+        "outside_s": 0.5,
+    }
+    assert one_arch.chain_times(trace, tmp_path / "c.cu", 2.0)["outside_s"] == 2.0
