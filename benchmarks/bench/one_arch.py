@@ -34,8 +34,9 @@ sys.path; the processes get it as PYTHONPATH). Writes <out>/<label>.json (median
 peer, the ratios, every run) and <label>.md (the table and the command); the objects and
 the logs go to a temporary directory, removed at the end (with `--raw DIR`, each sample
 build's per-file times and nvcc-split's `--trace` stay in DIR, and each nvcc-split
-build's log says where its longest file's wall went: steps, idle between them, the rest). The summary is rewritten after
-every build, so a run cut short keeps what it measured.
+build's log says where its longest file's wall went: steps, idle between them, the
+rest). The summary is rewritten after every build, so a run cut short keeps what it
+measured.
 """
 
 from __future__ import annotations
