@@ -213,9 +213,10 @@ def chain_times(trace: pathlib.Path, source: pathlib.Path, wall_s: float) -> dic
     intervals, the time between them while none ran, and the rest of `wall_s` (the
     interpreter's start-up, the plan, the end)."""
     spans = []
+    source = source.resolve()  # the trace names sources by their real path
     for line in trace.read_text().splitlines():
         record = json.loads(line)
-        if "step" in record and pathlib.Path(record["src"]) == source.resolve():
+        if "step" in record and pathlib.Path(record["src"]) == source:
             spans.append((record["start"], record["end"]))
     if not spans:
         return {"steps_s": 0.0, "idle_s": 0.0, "outside_s": round(wall_s, 3)}

@@ -13,9 +13,9 @@ readers see a whole entry or none. Nothing is fsynced: readers check the digest,
 entry that a crash of the machine left torn or empty is a miss (the caller rebuilds the
 step and overwrites it), as is a damaged one; the other files are checked by their form
 and recomputed when it is wrong. (An fsync a write, 23 a compile, costs each compile
-about 0.15 s when 16 run at once on a VM's disk.) A hit
-touches the entry's mtime; when the cache grows past its bound, the least recently used
-entries go first (under an flock, so that concurrent processes evict once).
+about 0.15 s when 16 run at once on a VM's disk.) A hit touches the entry's mtime; when
+the cache grows past its bound, the least recently used entries go first (under an
+flock, so that concurrent processes evict once).
 
 Other files: `tools/` caches digests of tool binaries per (path, mtime, size); `files/`
 notes of headers (digest, the macros they name) per (path, device, inode, size, mtime,
