@@ -12,21 +12,26 @@ remotely and those that hit a cache (a cold build has none), and the projection 
 `cuda-split simulate` for N workers: from the build's own execution log (kept with
 --keep-exec-logs), and from one reference log per mode (default: the build of that mode
 with the most workers), the issue's "projection from one split execution log". Writes
-<out>/<label>.json and <label>.md.
+<out>/<label>.json and <label>.md, and copies each build's log to <out>/<label>-logs/,
+where the summary names it: a RESULT can also be such a summary, whose builds then join
+this one's (a round of new builds added to earlier rounds; a build of the same label
+replaces the earlier one).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import re
+import shutil
 import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from cuda_split.commands import simulate as sim
-from cuda_split.commands.execlog import read_log
+from cuda_split.commands.execlog import read_log, spawn_seconds
 
 from .results import dumps, load_full, raw_path
 
@@ -79,6 +84,19 @@ def build_point(path: pathlib.Path) -> dict[str, Any]:
     }
 
 
+def read_points(path: pathlib.Path) -> list[dict[str, Any]]:
+    """The builds of `path`: a `run.py compare` result's one build, or every build of an
+    earlier farm summary (its logs named relative to it)."""
+    doc = json.loads(path.read_text())
+    if not ("rows" in doc and "builds" in doc):
+        return [build_point(path)]
+    points = []
+    for b in doc["builds"]:
+        log = path.parent / b["exec_log"] if b.get("exec_log") else None
+        points.append({**b, "exec_log": str(log) if log and log.is_file() else None})
+    return points
+
+
 def project(log: str, workers: Sequence[int], overhead_s: float) -> dict[int, float]:
     """`cuda-split simulate`'s wall for each worker count, from the execution log `log`;
     {} where the log's spawns lack durations (a Bazel 4 log)."""
@@ -94,17 +112,17 @@ def _seconds(text: object) -> float:
 
 
 def remote_overhead_ms(log: str) -> float | None:
-    """The median cost of a remote spawn beyond its run on the worker and its wait for
-    one, from Bazel 7's spawn metrics: totalTime less executionWallTime and queueTime
-    (the inputs' upload, the worker's input fetch, the outputs, the round trips)."""
+    """The median cost of a remote spawn beyond what simulate counts (the worker's input
+    fetch, its run and its upload of the outputs: execlog.spawn_seconds) and its wait for
+    a worker, from Bazel 7's spawn metrics: totalTime less those and queueTime (the
+    client's upload of the inputs, its download of the outputs, the round trips)."""
     costs = []
     for spawn in read_log(log):
         m = spawn.get("metrics") or {}
         if spawn.get("runner") == "remote" and isinstance(m, dict) and "executionWallTime" in m:
-            total, run, queue = (
-                _seconds(m.get(k)) for k in ("totalTime", "executionWallTime", "queueTime")
-            )
-            costs.append(max(0.0, total - run - queue) * 1000)
+            held = spawn_seconds(spawn) or 0.0
+            total, queue = (_seconds(m.get(k)) for k in ("totalTime", "queueTime"))
+            costs.append(max(0.0, total - held - queue) * 1000)
     return round(statistics.median(costs), 1) if costs else None
 
 
@@ -192,8 +210,10 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
         "local actions and client; workers' CPU: the machine's (/proc/stat) less the "
         "client's. Simulated: `cuda-split simulate` for N workers from the reference "
         f"execution log of the mode ({refs}; overhead {doc['overhead_ms']:g} ms an action); "
-        "own log: from the build's own log; + overhead: with each remote spawn's median "
-        f"cost beyond its run and its queue in the reference log ({over or 'none'}).",
+        "own log: from the build's own log. simulate's order is FIFO (the action waiting "
+        "longest first, as Bazel and BuildGrid run them), an action holding its worker for "
+        "its input fetch, run and output upload; + overhead: with each remote spawn's "
+        f"median cost beyond those and its queue in the reference log ({over or 'none'}).",
         "",
         "| workers | config | wall s | client CPU s | workers' CPU s | simulated s | "
         "sim / wall | + overhead s | own log s | split / mono | remote spawns | cache hits | "
@@ -215,7 +235,12 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="run.py farm", description=__doc__.splitlines()[0])
-    p.add_argument("results", nargs="+", type=pathlib.Path, help="run.py compare results")
+    p.add_argument(
+        "results",
+        nargs="+",
+        type=pathlib.Path,
+        help="run.py compare results or an earlier farm summary",
+    )
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."), help="where to write")
     p.add_argument("--label", default="farm", help="the summary's name (default farm)")
     p.add_argument(
@@ -230,14 +255,27 @@ def main(argv: Sequence[str]) -> int:
         "build with the most workers)",
     )
     args = p.parse_args(list(argv))
-    points = [build_point(r) for r in args.results]
+    points: dict[str, dict[str, Any]] = {}
+    for r in args.results:  # a later result of a build replaces an earlier one
+        for point in read_points(r):
+            points[point["label"]] = point
     reference = {}
     for label in args.reference:
         m = LABEL.search(label)
         if not m:
             p.error(f"--reference {label}: a label ending in -w<N>-<split|mono>")
         reference[m.group("mode")] = label
-    doc = summarize(points, args.overhead_ms, reference)
+    doc = summarize(list(points.values()), args.overhead_ms, reference)
+    # The logs beside the summary, named relative to it: a later round's summary takes
+    # this one as a RESULT.
+    logs = args.out / f"{args.label}-logs"
+    for point in points.values():
+        if point["exec_log"]:
+            kept = logs / f"{point['label']}.exec.slim.json.gz"
+            if pathlib.Path(point["exec_log"]).resolve() != kept.resolve():
+                logs.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(point["exec_log"], kept)
+            point["exec_log"] = os.path.relpath(kept, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.label}.json").write_text(dumps(doc) + "\n")
     (args.out / f"{args.label}.md").write_text(markdown(args.label, doc))

@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import tarfile
 
@@ -122,6 +123,23 @@ def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Pa
     assert rows[(2, "split")]["workers_cpu_s"] == 40.0
     assert rows[(1, "split")]["simulated_over_measured"] == round(20 / 22, 3)
     assert doc["reference_logs"] == {"split": "f-w2-split", "mono": "f-w2-mono"}
+    # Each build's log copied beside the summary and named relative to it, so that the
+    # summary, moved elsewhere, is a RESULT of the next round's.
+    assert doc["builds"][0]["exec_log"] == "f-farm-logs/f-w1-split.exec.slim.json.gz"
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copy(tmp_path / "f-farm.json", moved)
+    shutil.copytree(tmp_path / "f-farm-logs", moved / "f-farm-logs")
+    again = tmp_path / "again"
+    later = _result(tmp_path / "r2", "f-w1-split", 21.0, SPLIT)
+    argv = [str(moved / "f-farm.json"), str(later), "--out", str(again), "--label", "f-farm"]
+    assert farm.main(argv) == 0
+    redone = json.loads((again / "f-farm.json").read_text())
+    assert [r for r in redone["rows"] if r["workers"] == 2] == [
+        r for r in doc["rows"] if r["workers"] == 2
+    ]
+    assert {(r["workers"], r["mode"]): r["wall_s"] for r in redone["rows"]}[(1, "split")] == 21.0
+    assert (again / "f-farm-logs" / "f-w2-mono.exec.slim.json.gz").is_file()
     md = (tmp_path / "f-farm.md").read_text()
     # Each remote spawn's total is its run + 1 s (no queue): 1,000 ms beyond its run.
     assert doc["remote_overhead_ms"] == {"split": 1000.0, "mono": 1000.0}
@@ -184,3 +202,21 @@ def test_wait_packs_one_tarball(tmp_path: pathlib.Path) -> None:
     with tarfile.open(tmp_path / "OUT" / "results.tgz") as tar:
         names = tar.getnames()
     assert "./f-farm.md" in names and "./raw/f-w1-split/logs/exec.slim.json.gz" in names
+
+
+def test_remote_overhead_is_what_the_worker_and_the_queue_do_not_account_for(
+    tmp_path: pathlib.Path,
+) -> None:
+    """simulate counts a remote spawn's input fetch, run and output upload on its worker;
+    the overhead is the rest of its total beyond its queue: 30 - 20 - (1.5 + 3.25 + 0.25)."""
+    spawn = _spawn("CudaCicc", [PRE], ["bazel-out/k8/bin/a.ptx"], 3.25)
+    spawn["metrics"] |= {
+        "totalTime": "30s",
+        "queueTime": "20s",
+        "setupTime": "1.5s",
+        "uploadTime": "0.25s",
+    }
+    log = tmp_path / "exec.json"
+    log.write_text(json.dumps(spawn))
+    assert farm.remote_overhead_ms(str(log)) == 5000.0
+    assert farm.project(str(log), [1], 0.0) == {1: 5.0}

@@ -21,7 +21,12 @@ RESULTS = REPO / "benchmarks" / "results"
 
 @pytest.mark.parametrize(
     "label",
-    ["one-arch-16core-cmake", "one-arch-16core-seed20261203", "one-arch-16core-seed20261204"],
+    [
+        "one-arch-16core-cmake",
+        "one-arch-16core-seed20261203",
+        "one-arch-16core-seed20261204",
+        "one-arch-16core-seed20261204-causes",
+    ],
 )
 def test_a_committed_summary_gives_its_committed_table(label: str, tmp_path) -> None:
     summary = json.loads((RESULTS / f"{label}.json").read_text())

@@ -12,6 +12,7 @@ message or its outputs' names).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
 import hashlib
 import json
@@ -293,19 +294,42 @@ def read_text(path: str) -> str:
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
+_START = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$")
 
 
 def spawn_seconds(raw: dict[str, object]) -> float | None:
-    """The seconds the log's spawn `raw` took: `walltime` (Bazel 5 and 6), else Bazel 7's
-    `metrics` (`executionWallTime`, the spawn's own run; a cache hit has none, only
-    `totalTime`); None where it has none of them."""
+    """The seconds the log's spawn `raw` held its runner: `walltime` (Bazel 5 and 6), else
+    Bazel 7's `metrics`: `executionWallTime` (the spawn's own run) with `setupTime` (a
+    remote worker's fetch of the inputs, a sandbox's creation) and `uploadTime` (the
+    worker's upload of the outputs), the time no other spawn could use that worker or
+    slot; a cache hit has none of them, only `totalTime`. None where it has none."""
     metrics = raw.get("metrics") or {}
-    for text in (
-        raw.get("walltime"),
-        metrics.get("executionWallTime"),  # type: ignore[union-attr]
-        metrics.get("totalTime"),  # type: ignore[union-attr]
-    ):
-        m = _DURATION.match(str(text or ""))
-        if m and float(m.group(1)) > 0:
+    if m := _DURATION.match(str(raw.get("walltime") or "")):
+        if float(m.group(1)) > 0:
             return float(m.group(1))
+    if isinstance(metrics, dict):
+        run = _seconds_of(metrics.get("executionWallTime"))
+        if run:
+            return (
+                run + _seconds_of(metrics.get("setupTime")) + _seconds_of(metrics.get("uploadTime"))
+            )
+        return _seconds_of(metrics.get("totalTime")) or None
     return None
+
+
+def _seconds_of(text: object) -> float:
+    m = _DURATION.match(str(text or ""))
+    return float(m.group(1)) if m else 0.0
+
+
+def spawn_start(raw: dict[str, object]) -> float | None:
+    """When Bazel 7 started the spawn `raw` (its `metrics.startTime`, RFC 3339 in UTC as
+    protobuf's JSON writes it: 0, 3, 6 or 9 digits of fraction), in seconds since the
+    epoch; None where the log has no start (Bazel 5 and 6)."""
+    metrics = raw.get("metrics") or {}
+    text = metrics.get("startTime") if isinstance(metrics, dict) else None
+    m = _START.match(str(text or ""))
+    if not m:
+        return None
+    whole = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.UTC)
+    return whole.timestamp() + float("0" + (m.group(2) or ""))

@@ -10,12 +10,19 @@ processing" events are matched to spawns by progress message, in order). Actions
 aquery graph that were not measured take the median duration of measured actions of the
 same mnemonic and arch (`--arch`), else of the same mnemonic.
 
-The replay is a list scheduler: whenever a worker is free it starts the ready action
-with the longest chain still behind it (critical-path-first, as a remote-execution
-backend with enough queue depth would). It assumes what Bazel's local scheduler does
-not promise: no per-action cost beyond the measured one (add `--overhead-ms` for a
-remote round trip) and no input fetch time. It prints, per worker count, the projected
-wall, the critical path (the wall with unlimited workers) and the total work.
+The replay is a list scheduler: whenever a worker is free it starts a ready action,
+by `--order`:
+  fifo           (default) the action that has waited longest, ties in the order the
+                 reference build started them (the log's `startTime`, else its order):
+                 what Bazel and a FIFO backend such as BuildGrid do, Bazel handing over
+                 every ready action at once with `--jobs` high, the backend queueing them
+  critical-path  the ready action with the longest chain still behind it, what an ideal
+                 backend with enough queue depth would do: a bound, not a prediction
+An action holds its worker for its run and, where Bazel 7's log has them, the worker's
+input fetch and output upload (execlog.spawn_seconds). It assumes no other per-action
+cost (add `--overhead-ms` for the client's side of a remote round trip). It prints, per
+worker count, the projected wall, the critical path (the wall with unlimited workers)
+and the total work.
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ import statistics
 import sys
 from collections.abc import Iterable, Sequence
 
-from cuda_split.commands.execlog import read_log, read_text, spawn_seconds
+from cuda_split.commands.execlog import read_log, read_text, spawn_seconds, spawn_start
 
 PROG = "cuda-split simulate"
+ORDERS = ("fifo", "critical-path")
 
 
 @dataclasses.dataclass
@@ -42,6 +50,7 @@ class Action:
     outputs: list[str]
     seconds: float | None = None
     arch: str = ""
+    started: float | None = None  # when the logged build started it (seconds since the epoch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +73,8 @@ def _arch_of(args: Sequence[str]) -> str:
 
 
 def read_execution_log(path: str) -> list[Action]:
-    """The spawns of an execution log (execlog.read_log), with their seconds where the log
-    has them (execlog.spawn_seconds)."""
+    """The spawns of an execution log (execlog.read_log), with their seconds and start
+    where the log has them (execlog.spawn_seconds, spawn_start)."""
     actions = []
     for spawn in read_log(path):
         outputs = [o["path"] for o in spawn.get("actualOutputs", [])] or list(
@@ -82,6 +91,7 @@ def read_execution_log(path: str) -> list[Action]:
                 outputs=outputs,
                 seconds=spawn_seconds(spawn),
                 arch=_arch_of(spawn.get("commandArgs", [])),
+                started=spawn_start(spawn),
             )
         )
     return actions
@@ -207,10 +217,14 @@ def dependencies(actions: Sequence[Action]) -> list[list[int]]:
     return deps
 
 
-def simulate(actions: Sequence[Action], workers: int, overhead: float = 0.0) -> Projection:
-    """List-schedules `actions` on `workers`, longest remaining chain first."""
+def simulate(
+    actions: Sequence[Action], workers: int, overhead: float = 0.0, order: str = "fifo"
+) -> Projection:
+    """List-schedules `actions` on `workers` in `order` (ORDERS: the module's docstring)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     n = len(actions)
     cost = [(a.seconds or 0.0) + overhead for a in actions]
     deps = dependencies(actions)
@@ -220,12 +234,23 @@ def simulate(actions: Sequence[Action], workers: int, overhead: float = 0.0) -> 
             users[d].append(i)
     # Longest chain from each action to the end (its "bottom level"), in reverse
     # topological order.
-    order = _topological(deps)
+    topo = _topological(deps)
     tail = [0.0] * n
-    for i in reversed(order):
+    for i in reversed(topo):
         tail[i] = cost[i] + max((tail[u] for u in users[i]), default=0.0)
+    # The logged build's order: started ones by their start, then the rest as logged.
+    logged = sorted(
+        range(n), key=lambda i: (actions[i].started is None, actions[i].started or 0.0, i)
+    )
+    rank = {i: r for r, i in enumerate(logged)}
+
+    def key(i: int, ready_at: float) -> tuple[float, float, int]:
+        if order == "critical-path":
+            return (-tail[i], 0.0, i)
+        return (ready_at, rank[i], i)
+
     waiting = [len(ds) for ds in deps]
-    ready = [(-tail[i], i) for i in range(n) if waiting[i] == 0]
+    ready = [key(i, 0.0) for i in range(n) if waiting[i] == 0]
     heapq.heapify(ready)
     running: list[tuple[float, int]] = []
     now = 0.0
@@ -233,7 +258,7 @@ def simulate(actions: Sequence[Action], workers: int, overhead: float = 0.0) -> 
     done = 0
     while done < n:
         while ready and idle:
-            _, i = heapq.heappop(ready)
+            i = heapq.heappop(ready)[2]
             heapq.heappush(running, (now + cost[i], i))
             idle -= 1
         now, i = heapq.heappop(running)
@@ -242,7 +267,7 @@ def simulate(actions: Sequence[Action], workers: int, overhead: float = 0.0) -> 
         for u in users[i]:
             waiting[u] -= 1
             if waiting[u] == 0:
-                heapq.heappush(ready, (-tail[u], u))
+                heapq.heappush(ready, key(u, now))
     return Projection(workers, now, max(tail, default=0.0), sum(cost))
 
 
@@ -295,6 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "durations measured in LOG (unmeasured actions: medians by mnemonic and arch)",
     )
     p.add_argument("--overhead-ms", type=float, default=0.0, help="added to every action")
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="fifo",
+        help="which ready action a free worker starts (default fifo: the one waiting "
+        "longest, as Bazel and BuildGrid do; critical-path: the longest chain first)",
+    )
     p.add_argument("--label", default="", help="name of the build in the output")
     p.add_argument("--json", metavar="FILE", help="also write the projections as JSON")
     args = p.parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -318,7 +350,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        projections = [simulate(actions, w, args.overhead_ms / 1000) for w in args.workers]
+        projections = [
+            simulate(actions, w, args.overhead_ms / 1000, args.order) for w in args.workers
+        ]
     except (OSError, ValueError, KeyError) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
