@@ -24,7 +24,6 @@ RESULTS = REPO / "benchmarks" / "results"
     [
         "one-arch-16core-cmake",
         "one-arch-16core-seed20261203",
-        "one-arch-16core-seed20261204",
         "one-arch-16core-seed20261204-causes",
     ],
 )
@@ -130,7 +129,7 @@ def test_the_no_cache_peer_runs_this_nvcc_split_without_a_cache(tmp_path) -> Non
 def test_the_summary_says_the_interpreters_start_up(tmp_path) -> None:
     startup = one_arch.startup_cpu_ms(repeats=2)
     assert set(startup) == {"bare_cpu_ms", "driver_imports_cpu_ms"}
-    summary = json.loads((RESULTS / "one-arch-16core-seed20261204.json").read_text())
+    summary = json.loads((RESULTS / "one-arch-16core-seed20261204-causes.json").read_text())
     one_arch.write(tmp_path, "x", summary | {"python_startup": startup})
     assert (
         f"The interpreter's start-up: {startup['bare_cpu_ms']} ms CPU, "
