@@ -1,7 +1,7 @@
 """`run.py farm`: Bazel split and mono on a farm of N remote workers, measured against
 `cuda-split simulate`'s projection (benchmarks/bazel_farm.sh makes the results).
 
-    python3 benchmarks/run.py farm OUT/LABEL-w4-split.json ... --out OUT --label LABEL
+    python3 benchmarks/run.py farm OUT/LABEL-w4-split.json ... --out OUT --label LABEL [--png P]
 
 Each RESULT is a `run.py compare` result (summary or full) of one cold Bazel build, whose
 label ends in `-w<N>-<split|mono>` (N: the farm's workers). Per build: the wall, the
@@ -15,7 +15,8 @@ with the most workers), the issue's "projection from one split execution log". W
 <out>/<label>.json and <label>.md, and copies each build's log to <out>/<label>-logs/,
 where the summary names it: a RESULT can also be such a summary, whose builds then join
 this one's (a round of new builds added to earlier rounds; a build of the same label
-replaces the earlier one).
+replaces the earlier one). `--png P` plots the walls per worker count: the measured
+builds, and simulate's projection from each mode's reference log (needs matplotlib).
 """
 
 from __future__ import annotations
@@ -233,6 +234,47 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PLOT_COUNTS = (2, 4, 6, 8, 10, 12, 14, 16)
+
+
+def plot(doc: dict[str, Any], logs: dict[str, str], path: pathlib.Path) -> str:
+    """The wall per worker count: each mode's measured builds, and simulate's projection
+    from its reference log (`logs`: mode -> log) over PLOT_COUNTS and the measured counts.
+    Returns the path, or why nothing was written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "not written: matplotlib is not installed (`python3 -m pip install matplotlib`)"
+    measured = sorted({r["workers"] for r in doc["rows"]})
+    counts = sorted(set(PLOT_COUNTS) | set(measured))
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for mode, color in (("split", "tab:blue"), ("mono", "tab:orange")):
+        rows = [r for r in doc["rows"] if r["mode"] == mode and r["wall_s"]]
+        ax.plot(
+            [r["workers"] for r in rows], [r["wall_s"] for r in rows], "o", color=color,
+            markersize=7, label=f"{mode}, measured",
+        )  # fmt: skip
+        if mode in logs:
+            curve = project(logs[mode], counts, doc["overhead_ms"] / 1000)
+            ref = doc["reference_logs"][mode]
+            ax.plot(
+                list(curve), list(curve.values()), "--", color=color,
+                label=f"{mode}, simulate from {ref}",
+            )  # fmt: skip
+    ax.set_xticks(counts, [str(n) for n in counts])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("BuildGrid workers (client on 2 cores)")
+    ax.set_ylabel("wall s, cold")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return str(path)
+
+
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="run.py farm", description=__doc__.splitlines()[0])
     p.add_argument(
@@ -254,6 +296,7 @@ def main(argv: Sequence[str]) -> int:
         help="the build whose log projects every count of its mode (default: that mode's "
         "build with the most workers)",
     )
+    p.add_argument("--png", type=pathlib.Path, help="also plot the walls here (matplotlib)")
     args = p.parse_args(list(argv))
     points: dict[str, dict[str, Any]] = {}
     for r in args.results:  # a later result of a build replaces an earlier one
@@ -280,4 +323,7 @@ def main(argv: Sequence[str]) -> int:
     (args.out / f"{args.label}.json").write_text(dumps(doc) + "\n")
     (args.out / f"{args.label}.md").write_text(markdown(args.label, doc))
     print(markdown(args.label, doc))
+    if args.png:
+        refs = {m: points[label]["exec_log"] for m, label in doc["reference_logs"].items()}
+        print(f"plot: {plot(doc, {m: str(args.out / log) for m, log in refs.items()}, args.png)}")
     return 0

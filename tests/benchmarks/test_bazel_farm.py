@@ -148,6 +148,24 @@ def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Pa
     assert row in md
 
 
+def test_farm_plots_the_walls_or_says_why_not(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = [
+        _result(tmp_path, "f-w1-split", 22.0, SPLIT),
+        _result(tmp_path, "f-w2-split", 18.0, SPLIT),
+    ]
+    png = tmp_path / "f.png"
+    assert farm.main([*map(str, paths), "--out", str(tmp_path), "--png", str(png)]) == 0
+    said = capsys.readouterr().out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "plot: not written: matplotlib is not installed" in said and not png.exists()
+    else:
+        assert f"plot: {png}" in said and png.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_farm_refuses_a_label_without_workers(tmp_path: pathlib.Path) -> None:
     path = _result(tmp_path, "f-w1-split", 1.0, SPLIT)
     doc = json.loads(raw_path(path).read_text())
