@@ -28,6 +28,7 @@ import pathlib
 import re
 import shutil
 import statistics
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,7 +95,10 @@ def read_points(path: pathlib.Path) -> list[dict[str, Any]]:
     points = []
     for b in doc["builds"]:
         log = path.parent / b["exec_log"] if b.get("exec_log") else None
-        points.append({**b, "exec_log": str(log) if log and log.is_file() else None})
+        if log and not log.is_file():
+            print(f"run.py farm: {path}: {b['label']}'s log {log} is missing", file=sys.stderr)
+            log = None
+        points.append({**b, "exec_log": str(log) if log else None})
     return points
 
 
@@ -116,7 +120,8 @@ def remote_overhead_ms(log: str) -> float | None:
     """The median cost of a remote spawn beyond what simulate counts (the worker's input
     fetch, its run and its upload of the outputs: execlog.spawn_seconds) and its wait for
     a worker, from Bazel 7's spawn metrics: totalTime less those and queueTime (the
-    client's upload of the inputs, its download of the outputs, the round trips)."""
+    client's upload of the inputs, uploadTime, its download of the outputs, the round
+    trips)."""
     costs = []
     for spawn in read_log(log):
         m = spawn.get("metrics") or {}
@@ -253,17 +258,13 @@ def plot(doc: dict[str, Any], logs: dict[str, str], path: pathlib.Path) -> str:
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for mode, color in (("split", "tab:blue"), ("mono", "tab:orange")):
         rows = [r for r in doc["rows"] if r["mode"] == mode and r["wall_s"]]
-        ax.plot(
-            [r["workers"] for r in rows], [r["wall_s"] for r in rows], "o", color=color,
-            markersize=7, label=f"{mode}, measured",
-        )  # fmt: skip
+        walls = ([r["workers"] for r in rows], [r["wall_s"] for r in rows])
+        ax.plot(*walls, "o", color=color, markersize=7, label=f"{mode}, measured")
         if mode in logs:
             curve = project(logs[mode], counts, doc["overhead_ms"] / 1000)
             ref = doc["reference_logs"][mode]
-            ax.plot(
-                list(curve), list(curve.values()), "--", color=color,
-                label=f"{mode}, simulate from {ref}",
-            )  # fmt: skip
+            label = f"{mode}, simulate from {ref}"
+            ax.plot(list(curve), list(curve.values()), "--", color=color, label=label)
     ax.set_xticks(counts, [str(n) for n in counts])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("BuildGrid workers (client on 2 cores)")

@@ -46,6 +46,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import resource
 import shlex
 import shutil
@@ -53,7 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from . import BENCH, REPO, say
@@ -218,6 +219,10 @@ def chain_times(trace: pathlib.Path, source: pathlib.Path, wall_s: float) -> dic
         record = json.loads(line)
         if "step" in record and pathlib.Path(record["src"]) == source:
             spans.append((record["start"], record["end"]))
+    return _chain(spans, wall_s)
+
+
+def _chain(spans: list[tuple[float, float]], wall_s: float) -> dict[str, float]:
     if not spans:
         return {"steps_s": 0.0, "idle_s": 0.0, "outside_s": round(wall_s, 3)}
     spans.sort()
@@ -234,6 +239,73 @@ def chain_times(trace: pathlib.Path, source: pathlib.Path, wall_s: float) -> dic
         "steps_s": round(busy, 3),
         "idle_s": round(span - busy, 3),
         "outside_s": round(wall_s - span, 3),
+    }
+
+
+RAW_FILES = re.compile(r"^run-(?P<n>\d+)-(?P<peer>[\w-]+)\.files\.json$")
+
+
+def raw_costs(
+    raw: pathlib.Path,
+    base: str = "nvcc",
+    runs: Collection[int] | None = None,
+    root: pathlib.Path | None = None,
+) -> dict[str, Any]:
+    """What `--raw` kept of the builds `runs` (default all), per file: for each peer but
+    `base`, the median over the files of its CPU over `base`'s (each file's median over
+    its builds), and for each nvcc-split build its driver's own CPU (the file's tree less
+    its steps' `cpu` in the trace), the median over the files, and where its longest
+    file's wall went (chain_times). A trace names a file by its real path: the one
+    under `root` (the ggml directory), or without `root` any path ending in the file's."""
+    cpu: dict[str, dict[str, list[float]]] = {}
+    own: dict[str, list[float]] = {}
+    chains: dict[str, list[dict[str, float]]] = {}
+    for path in sorted(raw.iterdir(), key=lambda p: p.name):
+        m = RAW_FILES.match(path.name)
+        if not m or (runs is not None and int(m.group("n")) not in runs):
+            continue
+        peer, files = m.group("peer"), json.loads(path.read_text())
+        for f, times in files.items():
+            cpu.setdefault(peer, {}).setdefault(f, []).append(times["cpu_s"])
+        trace = raw / f"run-{m.group('n')}-{peer}.trace.jsonl"
+        if trace.is_file():
+            steps = dict.fromkeys(files, 0.0)
+            longest = max(files, key=lambda f: files[f]["wall_s"])
+            spans = []
+            named = {str((root / f).resolve()): f for f in files} if root else {}
+            for line in trace.read_text().splitlines():
+                record = json.loads(line)
+                if "step" not in record:
+                    continue
+                src = str(record.get("src", ""))
+                if root:
+                    hit = [named[src]] if src in named else []
+                else:
+                    hit = [f for f in files if src.endswith("/" + f)]
+                for f in hit:
+                    steps[f] += record.get("cpu", 0.0)
+                    if f == longest:
+                        spans.append((record["start"], record["end"]))
+            own.setdefault(peer, []).append(
+                round(statistics.median(files[f]["cpu_s"] - steps[f] for f in files), 3)
+            )
+            chain = _chain(spans, files[longest]["wall_s"])
+            chains.setdefault(peer, []).append({"file": longest, **chain})
+    if base not in cpu:
+        return {}
+    mine = {f: statistics.median(v) for f, v in cpu[base].items()}
+    over = {
+        peer: round(
+            statistics.median(statistics.median(v) - mine[f] for f, v in per.items() if f in mine),
+            3,
+        )
+        for peer, per in cpu.items()
+        if peer != base
+    }
+    return {
+        "cpu_over_base_per_file_s": over,
+        "driver_own_cpu_per_file_s": own,
+        "longest_file_chain_s": chains,
     }
 
 
@@ -336,19 +408,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     split_peers = list(peers.tools)
     archs = args.archs.split(",")
     settings: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    command = shlex.join([sys.executable, "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
+    command = shlex.join(["python3", "benchmarks/run.py", "one-arch", *(argv or sys.argv[2:])])
     which = f"seed{seed}" if chosen else "cmake"
     label = args.label or f"one-arch-{len(os.sched_getaffinity(0))}core-{which}"
     info = machine_info(args.nvcc) | {"python_startup": startup_cpu_ms()}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    one_arch_runs: set[int] = set()
+
     def measure(setting: str, base: str, n: int, build) -> None:
         runs = settings[setting] = {p: [] for p in [base, *split_peers]}
         for i in range(n):
             for peer in list(runs) if i % 2 == 0 else list(runs)[::-1]:
                 runs[peer].append(build(peer))
-                write(out, label, summary(args, command, seed, chosen, archs, info, settings))
+                if setting == "one_arch":
+                    one_arch_runs.add(peers.runs)
+                s = summary(args, command, seed, chosen, archs, info, settings)
+                if peers.raw and one_arch_runs:
+                    s["raw_costs"] = raw_costs(peers.raw, runs=one_arch_runs, root=ggml)
+                write(out, label, s)
 
     try:
         if chosen:
@@ -430,6 +509,28 @@ def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
                 archs=",".join(s["archs"]), files=len(s["files"]), multi=s["multi_archs"]
             )
             md += table(t, runs, next(iter(runs)))
+    costs = s.get("raw_costs") or {}
+    for peer, over in costs.get("cpu_over_base_per_file_s", {}).items():
+        own = costs.get("driver_own_cpu_per_file_s", {}).get(peer)
+        md.append(
+            f"- {peer}, per file (`--raw`; medians over the files): {over:.2f} CPU s over "
+            "nvcc's"
+            + (
+                "; the driver's own, its tree less its steps' `cpu`, in each build: "
+                + ", ".join(f"{x:.2f}" for x in own)
+                + " s"
+                if own
+                else ""
+            )
+        )
+        for c in costs.get("longest_file_chain_s", {}).get(peer, []):
+            md.append(
+                f"  - its longest file, `{c['file']}`: steps {c['steps_s']:.2f} s, idle between "
+                f"them {c['idle_s']:.2f} s, before the first and after the last "
+                f"{c['outside_s']:.2f} s"
+            )
+    if costs:
+        md.append("")
     if s["files"]:
         md += [f"Files (seed {s['seed']}): " + " ".join(s["files"]), ""]
     (out / f"{label}.json").write_text(dumps(s) + "\n")

@@ -100,7 +100,9 @@ def _result(out: pathlib.Path, label: str, wall: float, spawns: list[dict]) -> p
     return path
 
 
-def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Path) -> None:
+def test_farm_summary_puts_the_projection_beside_each_point(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     mono = [
         _spawn("CudaCompile", ["src/a.cu"], ["bazel-out/k8/bin/a.o"], 18),
         _spawn("CppArchive", ["bazel-out/k8/bin/a.o"], ["bazel-out/k8/bin/liba.a"], 1),
@@ -130,10 +132,13 @@ def test_farm_summary_puts_the_projection_beside_each_point(tmp_path: pathlib.Pa
     moved.mkdir()
     shutil.copy(tmp_path / "f-farm.json", moved)
     shutil.copytree(tmp_path / "f-farm-logs", moved / "f-farm-logs")
+    (moved / "f-farm-logs" / "f-w1-split.exec.slim.json.gz").unlink()  # said, not silent
     again = tmp_path / "again"
     later = _result(tmp_path / "r2", "f-w1-split", 21.0, SPLIT)
     argv = [str(moved / "f-farm.json"), str(later), "--out", str(again), "--label", "f-farm"]
+    capsys.readouterr()
     assert farm.main(argv) == 0
+    assert "f-w1-split's log" in capsys.readouterr().err
     redone = json.loads((again / "f-farm.json").read_text())
     assert [r for r in redone["rows"] if r["workers"] == 2] == [
         r for r in doc["rows"] if r["workers"] == 2
@@ -226,13 +231,15 @@ def test_remote_overhead_is_what_the_worker_and_the_queue_do_not_account_for(
     tmp_path: pathlib.Path,
 ) -> None:
     """simulate counts a remote spawn's input fetch, run and output upload on its worker;
-    the overhead is the rest of its total beyond its queue: 30 - 20 - (1.5 + 3.25 + 0.25)."""
+    the overhead is the rest of its total beyond its queue, the client's upload of the
+    inputs among it: 30 - 20 - (1.5 + 3.25 + 0.25)."""
     spawn = _spawn("CudaCicc", [PRE], ["bazel-out/k8/bin/a.ptx"], 3.25)
     spawn["metrics"] |= {
         "totalTime": "30s",
         "queueTime": "20s",
+        "uploadTime": "4s",
         "setupTime": "1.5s",
-        "uploadTime": "0.25s",
+        "processOutputsTime": "0.25s",
     }
     log = tmp_path / "exec.json"
     log.write_text(json.dumps(spawn))

@@ -154,3 +154,46 @@ def test_chain_times_splits_a_compiles_wall_into_steps_idle_and_the_rest(tmp_pat
         "outside_s": 0.5,
     }
     assert one_arch.chain_times(trace, tmp_path / "c.cu", 2.0)["outside_s"] == 2.0
+
+
+def test_raw_costs_per_file_over_nvcc_and_the_drivers_own_cpu(tmp_path) -> None:
+    """Two files, one nvcc and two nvcc-split builds, and one build of another setting
+    left out: split's CPU over nvcc's per file (medians over its builds: a.cu 11 - 10,
+    b.cu 21.5 - 20), the median 1.25 s; the driver's own, its tree less its steps' cpu
+    (a.cu's trace entries only under the ggml root), per build."""
+    raw, root = tmp_path / "raw", tmp_path / "ggml"
+    raw.mkdir()
+    (root / "sub").mkdir(parents=True)
+
+    def build(n: int, peer: str, cpu: dict[str, float], steps: dict[str, float]) -> None:
+        files = {f: {"wall_s": c, "cpu_s": c} for f, c in cpu.items()}
+        (raw / f"run-{n}-{peer}.files.json").write_text(json.dumps(files))
+        if steps:
+            rows = [
+                {"src": str(root / f), "step": "cicc", "cpu": c, "start": 1.0, "end": 1.0 + c}
+                for f, c in steps.items()
+            ]
+            elsewhere = str(tmp_path / "elsewhere" / "a.cu")
+            rows.append({"src": elsewhere, "step": "cicc", "cpu": 5, "start": 0.0, "end": 5.0})
+            rows.append({"src": str(root / "a.cu"), "driver_cpu": 0.2})
+            text = "".join(json.dumps(r) + "\n" for r in rows)
+            (raw / f"run-{n}-{peer}.trace.jsonl").write_text(text)
+
+    build(1, "nvcc", {"a.cu": 10.0, "sub/b.cu": 20.0}, {})
+    build(2, "split", {"a.cu": 11.0, "sub/b.cu": 21.0}, {"a.cu": 10.5, "sub/b.cu": 20.5})
+    build(3, "split", {"a.cu": 11.0, "sub/b.cu": 22.0}, {"a.cu": 10.75, "sub/b.cu": 21.25})
+    build(4, "split", {"a.cu": 99.0, "sub/b.cu": 99.0}, {"a.cu": 1.0, "sub/b.cu": 1.0})
+    costs = one_arch.raw_costs(raw, runs={1, 2, 3}, root=root)
+    # Each build's longest file, sub/b.cu: one step, none idle, the rest of its wall.
+    chain = [
+        {"file": "sub/b.cu", "steps_s": 20.5, "idle_s": 0.0, "outside_s": 0.5},
+        {"file": "sub/b.cu", "steps_s": 21.25, "idle_s": 0.0, "outside_s": 0.75},
+    ]
+    assert costs == {
+        "cpu_over_base_per_file_s": {"split": 1.25},
+        "driver_own_cpu_per_file_s": {"split": [0.5, 0.5]},
+        "longest_file_chain_s": {"split": chain},
+    }
+    # Without the root, any path ending in the file's matches: elsewhere/a.cu's 5 s too.
+    assert one_arch.raw_costs(raw, runs={1, 2})["driver_own_cpu_per_file_s"] == {"split": [-2.0]}
+    assert one_arch.raw_costs(raw, base="nvcc-t") == {}

@@ -85,48 +85,53 @@ def test_orders_fifo_as_logged_or_the_longest_chain_first() -> None:
     assert simulate.simulate(actions, 2).wall == 7.0
     assert simulate.simulate(actions, 2, order="critical-path").wall == 6.0
     assert simulate.simulate(actions, 2, overhead=0.5, order="critical-path").wall == 7.0
-    # The log's start times, not its order, rank them: c1 started first.
-    for a, started in zip(actions, [20.0, 30.0, 10.0, 40.0], strict=True):
-        a.started = started
+    # When the logged build handed them over, not the log's order, ranks them: c1 first.
+    for a, queued in zip(actions, [20.0, 30.0, 10.0, 40.0], strict=True):
+        a.queued = queued
     assert simulate.simulate(actions, 2).wall == 6.0
     with pytest.raises(ValueError, match="order must be one of fifo, critical-path, got 'lifo'"):
         simulate.simulate(actions, 2, order="lifo")
 
 
 def test_fifo_queues_an_action_behind_those_ready_before_it() -> None:
-    """One worker: a (1 s) makes b ready at 1 s, behind x and y, ready since 0 though
-    logged after b; b runs last: a, x, y, b end at 1, 3, 5, 6."""
+    """Two workers: a and x start at 0; at 1 a ends and b becomes ready, behind y, which
+    has waited since 0 though handed over after b: y runs 1-3, b 2-6, 6 s. Ranked by the
+    hand-over alone, or by the longest chain, b would run 1-5: 5 s."""
     actions = [
-        simulate.Action("a", "M", "", [], ["a"], 1.0, started=0.0),
-        simulate.Action("b", "M", "", ["a"], ["b"], 1.0, started=1.0),
-        simulate.Action("x", "M", "", [], ["x"], 2.0, started=2.0),
-        simulate.Action("y", "M", "", [], ["y"], 2.0, started=3.0),
+        simulate.Action("a", "M", "", [], ["a"], 1.0, queued=0.0),
+        simulate.Action("b", "M", "", ["a"], ["b"], 4.0, queued=1.0),
+        simulate.Action("x", "M", "", [], ["x"], 2.0, queued=2.0),
+        simulate.Action("y", "M", "", [], ["y"], 2.0, queued=3.0),
     ]
-    assert simulate.simulate(actions, 1).wall == 6.0
-    # Two workers: a and x at 0; at 1 y, waiting since 0, takes a's worker; b x's at 2.
-    assert simulate.simulate(actions, 2).wall == 3.0
+    assert simulate.simulate(actions, 2).wall == 6.0
+    assert simulate.simulate(actions, 2, order="critical-path").wall == 5.0
 
 
-def test_a_bazel_7_spawn_holds_its_worker_for_fetch_run_and_upload() -> None:
+def test_a_bazel_7_spawn_holds_its_worker_for_fetch_run_and_output_upload() -> None:
     """Bazel 7's remote spawn: the worker's input fetch (setupTime) and output upload
-    (uploadTime) hold it as its run does; its queue and the client's side do not. The
-    start is protobuf's RFC 3339, with 0 to 9 digits of fraction."""
+    (processOutputsTime) hold it as its run does; its queue and the client's upload of
+    the inputs (uploadTime) do not. It was handed over its queue and fetch before its
+    startTime (the worker's start of execution: protobuf's RFC 3339, 0 to 9 digits of
+    fraction)."""
     metrics = {
         "totalTime": "30s",
         "queueTime": "20s",
+        "uploadTime": "4s",
         "setupTime": "1.5s",
         "executionWallTime": "3.25s",
-        "uploadTime": "0.25s",
+        "processOutputsTime": "0.25s",
         "startTime": "2026-12-02T06:55:29.611Z",
     }
     spawn = {"metrics": metrics}
     assert execlog.spawn_seconds(spawn) == 5.0
-    assert execlog.spawn_start(spawn) == pytest.approx(1796194529.611)
-    for text, frac in [("29Z", 0.0), ("29.5Z", 0.5), ("29.000000001Z", 1e-9)]:
-        start = execlog.spawn_start({"metrics": {"startTime": "2026-12-02T06:55:" + text}})
-        assert start == pytest.approx(1796194529 + frac, abs=1e-6)
-    assert execlog.spawn_start({"metrics": {"startTime": "yesterday"}}) is None
-    assert execlog.spawn_start({"walltime": "1s"}) is None
+    whole = 1796194529.0  # 2026-12-02T06:55:29Z
+    assert execlog.spawn_queued(spawn) == pytest.approx(whole + 0.611 - 21.5, abs=1e-6)
+    for text, frac in [("29Z", 0.0), ("29.5Z", 0.5), ("29.123456789Z", 0.123456789)]:
+        queued = execlog.spawn_queued({"metrics": {"startTime": "2026-12-02T06:55:" + text}})
+        assert queued is not None and queued - whole == pytest.approx(frac, abs=1e-6)
+    for bad in ["yesterday", "2026-02-30T06:55:29Z"]:
+        assert execlog.spawn_queued({"metrics": {"startTime": bad}}) is None
+    assert execlog.spawn_queued({"walltime": "1s"}) is None
 
 
 def test_profile_durations_by_progress_message(tmp_path: pathlib.Path) -> None:

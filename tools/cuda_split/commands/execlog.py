@@ -300,9 +300,11 @@ _START = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$")
 def spawn_seconds(raw: dict[str, object]) -> float | None:
     """The seconds the log's spawn `raw` held its runner: `walltime` (Bazel 5 and 6), else
     Bazel 7's `metrics`: `executionWallTime` (the spawn's own run) with `setupTime` (a
-    remote worker's fetch of the inputs, a sandbox's creation) and `uploadTime` (the
-    worker's upload of the outputs), the time no other spawn could use that worker or
-    slot; a cache hit has none of them, only `totalTime`. None where it has none."""
+    remote worker's fetch of the inputs, a sandbox's creation) and `processOutputsTime`
+    (a remote worker's upload of the outputs), the time no other spawn could use that
+    worker or slot. Not `uploadTime`: that is the client's upload of the inputs, before
+    the action reaches a worker. A cache hit has none of them, only `totalTime`. None
+    where the log has none."""
     metrics = raw.get("metrics") or {}
     if m := _DURATION.match(str(raw.get("walltime") or "")):
         if float(m.group(1)) > 0:
@@ -310,9 +312,8 @@ def spawn_seconds(raw: dict[str, object]) -> float | None:
     if isinstance(metrics, dict):
         run = _seconds_of(metrics.get("executionWallTime"))
         if run:
-            return (
-                run + _seconds_of(metrics.get("setupTime")) + _seconds_of(metrics.get("uploadTime"))
-            )
+            held = ("setupTime", "processOutputsTime")
+            return run + sum(_seconds_of(metrics.get(k)) for k in held)
         return _seconds_of(metrics.get("totalTime")) or None
     return None
 
@@ -322,14 +323,21 @@ def _seconds_of(text: object) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-def spawn_start(raw: dict[str, object]) -> float | None:
-    """When Bazel 7 started the spawn `raw` (its `metrics.startTime`, RFC 3339 in UTC as
-    protobuf's JSON writes it: 0, 3, 6 or 9 digits of fraction), in seconds since the
-    epoch; None where the log has no start (Bazel 5 and 6)."""
+def spawn_queued(raw: dict[str, object]) -> float | None:
+    """When the spawn `raw` was handed to its runner, in seconds since the epoch: Bazel 7's
+    `metrics.startTime` (RFC 3339 in UTC as protobuf's JSON writes it, 0 to 9 digits of
+    fraction), which for a remote spawn is when the worker started the action (the
+    worker's start of execution), less its `queueTime` and `setupTime`. None where the
+    log has no start (Bazel 5 and 6) or an impossible one."""
     metrics = raw.get("metrics") or {}
-    text = metrics.get("startTime") if isinstance(metrics, dict) else None
-    m = _START.match(str(text or ""))
+    if not isinstance(metrics, dict):
+        return None
+    m = _START.match(str(metrics.get("startTime") or ""))
     if not m:
         return None
-    whole = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.UTC)
-    return whole.timestamp() + float("0" + (m.group(2) or ""))
+    try:
+        whole = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return None
+    start = whole.timestamp() + float("0" + (m.group(2) or ""))
+    return start - _seconds_of(metrics.get("queueTime")) - _seconds_of(metrics.get("setupTime"))

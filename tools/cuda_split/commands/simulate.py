@@ -13,9 +13,10 @@ same mnemonic and arch (`--arch`), else of the same mnemonic.
 The replay is a list scheduler: whenever a worker is free it starts a ready action,
 by `--order`:
   fifo           (default) the action that has waited longest, ties in the order the
-                 reference build started them (the log's `startTime`, else its order):
-                 what Bazel and a FIFO backend such as BuildGrid do, Bazel handing over
-                 every ready action at once with `--jobs` high, the backend queueing them
+                 logged build handed them over (execlog.spawn_queued: Bazel 7's
+                 `startTime` less the spawn's queue and input fetch; else the log's
+                 order): what Bazel and a FIFO backend such as BuildGrid do, Bazel
+                 handing over every ready action at once with `--jobs` high
   critical-path  the ready action with the longest chain still behind it, what an ideal
                  backend with enough queue depth would do: a bound, not a prediction
 An action holds its worker for its run and, where Bazel 7's log has them, the worker's
@@ -35,7 +36,7 @@ import statistics
 import sys
 from collections.abc import Iterable, Sequence
 
-from cuda_split.commands.execlog import read_log, read_text, spawn_seconds, spawn_start
+from cuda_split.commands.execlog import read_log, read_text, spawn_queued, spawn_seconds
 
 PROG = "cuda-split simulate"
 ORDERS = ("fifo", "critical-path")
@@ -50,7 +51,7 @@ class Action:
     outputs: list[str]
     seconds: float | None = None
     arch: str = ""
-    started: float | None = None  # when the logged build started it (seconds since the epoch)
+    queued: float | None = None  # when the logged build handed it over (seconds since the epoch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _arch_of(args: Sequence[str]) -> str:
 
 def read_execution_log(path: str) -> list[Action]:
     """The spawns of an execution log (execlog.read_log), with their seconds and start
-    where the log has them (execlog.spawn_seconds, spawn_start)."""
+    where the log has them (execlog.spawn_queued, spawn_seconds)."""
     actions = []
     for spawn in read_log(path):
         outputs = [o["path"] for o in spawn.get("actualOutputs", [])] or list(
@@ -91,7 +92,7 @@ def read_execution_log(path: str) -> list[Action]:
                 outputs=outputs,
                 seconds=spawn_seconds(spawn),
                 arch=_arch_of(spawn.get("commandArgs", [])),
-                started=spawn_start(spawn),
+                queued=spawn_queued(spawn),
             )
         )
     return actions
@@ -238,9 +239,10 @@ def simulate(
     tail = [0.0] * n
     for i in reversed(topo):
         tail[i] = cost[i] + max((tail[u] for u in users[i]), default=0.0)
-    # The logged build's order: started ones by their start, then the rest as logged.
+    # The logged build's order: those with a time by when it handed them over, then the
+    # rest as logged.
     logged = sorted(
-        range(n), key=lambda i: (actions[i].started is None, actions[i].started or 0.0, i)
+        range(n), key=lambda i: (actions[i].queued is None, actions[i].queued or 0.0, i)
     )
     rank = {i: r for r, i in enumerate(logged)}
 
@@ -339,9 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         estimated = 0
         if args.aquery:
             actions = read_aquery(args.aquery)
-            known = {a.key: a.seconds for a in measured if a.seconds is not None}
+            known = {a.key: a for a in measured if a.seconds is not None}
             for a in actions:
-                a.seconds = known.get(a.key)
+                if a.key in known:
+                    a.seconds, a.queued = known[a.key].seconds, known[a.key].queued
             estimated = estimate_missing(actions, measured)
         elif unmeasured:
             print(
@@ -372,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "label": label,
                     "actions": len(actions),
                     "estimated": estimated,
+                    "order": args.order,
                     "projections": [dataclasses.asdict(pr) for pr in projections],
                     "measured_execution_s": measured,
                 },
