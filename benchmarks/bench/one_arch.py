@@ -260,6 +260,7 @@ def raw_costs(
     cpu: dict[str, dict[str, list[float]]] = {}
     own: dict[str, list[float]] = {}
     chains: dict[str, list[dict[str, float]]] = {}
+    step_cpu: dict[str, dict[str, list[float]]] = {}
     for path in sorted(raw.iterdir(), key=lambda p: p.name):
         m = RAW_FILES.match(path.name)
         if not m or (runs is not None and int(m.group("n")) not in runs):
@@ -289,6 +290,8 @@ def raw_costs(
             own.setdefault(peer, []).append(
                 round(statistics.median(files[f]["cpu_s"] - steps[f] for f in files), 3)
             )
+            for f, c in steps.items():
+                step_cpu.setdefault(peer, {}).setdefault(f, []).append(c)
             chain = _chain(spans, files[longest]["wall_s"])
             chains.setdefault(peer, []).append({"file": longest, **chain})
     if base not in cpu:
@@ -302,9 +305,29 @@ def raw_costs(
         for peer, per in cpu.items()
         if peer != base
     }
+    # The steps alone against base's whole compile, for the lighter and the heavier half
+    # of the files by base's CPU: whether the steps cost more, or the driver does.
+    by_cpu = sorted(mine, key=lambda f: (mine[f], f))
+    halves = {"lighter": by_cpu[: len(by_cpu) // 2], "heavier": by_cpu[len(by_cpu) // 2 :]}
+    steps_over = {
+        peer: {
+            half: round(statistics.median(statistics.median(per[f]) - mine[f] for f in fs), 3)
+            for half, fs in halves.items()
+            if fs and all(f in per for f in fs)
+        }
+        for peer, per in step_cpu.items()
+    }
+    # base's own scatter: each file's largest CPU less its smallest over its builds.
+    scatter = {
+        half: round(statistics.median(max(cpu[base][f]) - min(cpu[base][f]) for f in fs), 3)
+        for half, fs in halves.items()
+        if fs
+    }
     return {
         "cpu_over_base_per_file_s": over,
         "driver_own_cpu_per_file_s": own,
+        "steps_over_base_per_file_s": steps_over,
+        "base_scatter_per_file_s": scatter,
         "longest_file_chain_s": chains,
     }
 
@@ -523,12 +546,24 @@ def write(out: pathlib.Path, label: str, s: dict[str, Any]) -> None:
                 else ""
             )
         )
+        halves = costs.get("steps_over_base_per_file_s", {}).get(peer, {})
+        if halves:
+            md.append(
+                "  - its steps alone over nvcc's whole compile, medians: "
+                + ", ".join(f"{v:+.2f} s on the {h} half of the files" for h, v in halves.items())
+            )
         for c in costs.get("longest_file_chain_s", {}).get(peer, []):
             md.append(
                 f"  - its longest file, `{c['file']}`: steps {c['steps_s']:.2f} s, idle between "
                 f"them {c['idle_s']:.2f} s, before the first and after the last "
                 f"{c['outside_s']:.2f} s"
             )
+    scatter = costs.get("base_scatter_per_file_s", {})
+    if scatter:
+        md.append(
+            "- nvcc's own scatter, a file's largest CPU less its smallest over its builds, "
+            "medians: " + ", ".join(f"{v:.2f} s on the {h} half" for h, v in scatter.items())
+        )
     if costs:
         md.append("")
     if s["files"]:

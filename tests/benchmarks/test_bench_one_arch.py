@@ -192,6 +192,9 @@ def test_raw_costs_per_file_over_nvcc_and_the_drivers_own_cpu(tmp_path) -> None:
     assert costs == {
         "cpu_over_base_per_file_s": {"split": 1.25},
         "driver_own_cpu_per_file_s": {"split": [0.5, 0.5]},
+        # The steps alone: a.cu (the lighter half) 10.625 - 10, sub/b.cu 20.875 - 20.
+        "steps_over_base_per_file_s": {"split": {"lighter": 0.625, "heavier": 0.875}},
+        "base_scatter_per_file_s": {"lighter": 0.0, "heavier": 0.0},
         "longest_file_chain_s": {"split": chain},
     }
     # Without the root, any path ending in the file's matches: elsewhere/a.cu's 5 s too.
