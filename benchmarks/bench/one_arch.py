@@ -20,7 +20,8 @@ in alternating pairs (`--pairs`, the order swapped from one pair to the next) fo
 `split-base`: nvcc-split from another checkout's tools/ (before and after, in one run);
 `--no-cache-peer` the peer `split-nocache`: this nvcc-split with `--no-cache` (what the
 cache's keys, notes and stores cost, in one run).
-`--sample 0` skips the sample (and --multi-archs).
+`--sample 0` skips the sample (and --multi-archs); `--pairs 0` the one-arch builds of the
+sample (the 5-arch builds alone).
 
 `--cmake LLAMA_CPP` (a llama.cpp source tree, or a .tar.gz holding one as llama.cpp/)
 adds the CMake setting: llama.cpp's `test-backend-ops` configured afresh for each build
@@ -415,6 +416,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.sample < 0 or (args.sample == 0 and not args.cmake):
         ap.error(f"--sample {args.sample}: give a number of files, or 0 with --cmake")
+    if args.pairs < 0 or (args.pairs == 0 and args.multi_archs == "none" and not args.cmake):
+        ap.error(
+            f"--pairs {args.pairs}: give a number of pairs, or 0 with --multi-archs or --cmake"
+        )
     args.nvcc = find_nvcc(args.nvcc)
     seed = args.seed or int(datetime.date.today().strftime("%Y%m%d"))
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="one-arch-corpus-"))

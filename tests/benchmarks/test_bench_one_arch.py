@@ -200,3 +200,17 @@ def test_raw_costs_per_file_over_nvcc_and_the_drivers_own_cpu(tmp_path) -> None:
     # Without the root, any path ending in the file's matches: elsewhere/a.cu's 5 s too.
     assert one_arch.raw_costs(raw, runs={1, 2})["driver_own_cpu_per_file_s"] == {"split": [-2.0]}
     assert one_arch.raw_costs(raw, base="nvcc-t") == {}
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--sample", "-1"], "--sample -1: give a number of files, or 0 with --cmake"),
+        (["--pairs", "0", "--multi-archs", "none"], "--pairs 0: give a number of pairs, or 0 with"),
+        (["--pairs", "-2"], "--pairs -2: give a number of pairs"),
+    ],
+)
+def test_one_arch_refuses_a_run_that_would_build_nothing(argv, said, capsys) -> None:
+    with pytest.raises(SystemExit):
+        one_arch.main(argv)
+    assert said in capsys.readouterr().err
