@@ -34,10 +34,11 @@ Needs only the Python standard library and this checkout's tools/ (bench/ puts i
 sys.path; the processes get it as PYTHONPATH). Writes <out>/<label>.json (medians per
 peer, the ratios, every run) and <label>.md (the table and the command); the objects and
 the logs go to a temporary directory, removed at the end (with `--raw DIR`, each sample
-build's per-file times and nvcc-split's `--trace` stay in DIR, and each nvcc-split
-build's log says where its longest file's wall went: steps, idle between them, the
-rest). The summary is rewritten after every build, so a run cut short keeps what it
-measured.
+build's per-file times and nvcc-split's `--trace` stay in DIR, each nvcc-split build's
+log says where its longest file's wall went: steps, idle between them, the rest, and the
+summary gets `raw_costs`: per file, each peer's CPU over nvcc's, the driver's own CPU, its
+steps alone against nvcc's compile and nvcc's own scatter). The summary is rewritten
+after every build, so a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def raw_costs(
         for f, times in files.items():
             cpu.setdefault(peer, {}).setdefault(f, []).append(times["cpu_s"])
         trace = raw / f"run-{m.group('n')}-{peer}.trace.jsonl"
-        if trace.is_file():
+        if trace.is_file() and files:
             steps = dict.fromkeys(files, 0.0)
             longest = max(files, key=lambda f: files[f]["wall_s"])
             spans = []
