@@ -10,7 +10,7 @@ import pytest
 from test_jobserver import Recorder, fake_nodes
 
 from cuda_split import driver
-from cuda_split.driver import sysload
+from cuda_split.driver import executor, sysload
 
 
 def test_parse_runnable():
@@ -50,16 +50,39 @@ def test_idle_machine_runs_up_to_j():
     assert rec.peak == 4
 
 
-def test_room_is_shared_with_the_rest_of_the_machine():
+def test_room_is_shared_with_the_rest_of_the_machine(monkeypatch):
     """14 tasks run elsewhere, the limit is 16: this compilation's own running steps
-    count too, so it runs 2 at most (the caller reading the load is the +1)."""
+    count too, so it runs 2 at most (the caller reading the load is the +1). The load
+    counts the steps launched and not yet ended, as the executor sees them: a count
+    taken inside the steps' threads lags their launch and would let a third start."""
     rec = Recorder(seconds=0.05)
+    lock = threading.Lock()
+    steps = {"now": 0, "peak": 0}
+    launch, work = executor._DagRun._launch, executor._DagRun._work
+
+    def counted_launch(self, *args):
+        with lock:
+            steps["now"] += 1
+            steps["peak"] = max(steps["peak"], steps["now"])
+        launch(self, *args)
+
+    def counted_work(self, *args):
+        try:
+            return work(self, *args)
+        finally:
+            with lock:
+                steps["now"] -= 1
+
+    monkeypatch.setattr(executor._DagRun, "_launch", counted_launch)
+    monkeypatch.setattr(executor._DagRun, "_work", counted_work)
 
     def load() -> float:
-        return 14.0 + rec.now + 1.0
+        with lock:
+            return 14.0 + steps["now"] + 1.0
 
     assert driver.run_dag(fake_nodes(10), rec, jobs=8, load_limit=16, load=load) == []
-    assert rec.peak == 2
+    assert steps["peak"] == 2
+    assert sorted(rec.started) == list(range(10)) and rec.peak <= 2
 
 
 def test_steps_start_as_soon_as_the_load_drops():
