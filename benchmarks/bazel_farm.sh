@@ -157,9 +157,15 @@ main() {
         i=$((i + 1))
     done
 
-    # The farm's summary over every count measured in OUT_DIR (this round's and earlier ones').
-    "$py" benchmarks/run.py farm "$out"/"$label"-w*-*.json --out "$out" --label "$label-farm" ||
-        echo "bazel_farm.sh: run.py farm failed"
+    # The farm's summary over every count measured in OUT_DIR (this round's and earlier
+    # ones'), when there is one (MODES= empty with TEAM=1 builds none).
+    shopt -s nullglob
+    built=("$out"/"$label"-w*-*.json)
+    shopt -u nullglob
+    if ((${#built[@]})); then
+        "$py" benchmarks/run.py farm "${built[@]}" --out "$out" --label "$label-farm" ||
+            echo "bazel_farm.sh: run.py farm failed"
+    fi
 
     if [ "${TEAM:-0}" = 1 ]; then
         n=${*: -1}
