@@ -64,6 +64,7 @@ def build_point(path: pathlib.Path) -> dict[str, Any]:
     spawns = b.get("spawns", {})
     total = spawns.get("total", {})
     client = b.get("client_cpu_s")
+    meta = doc.get("meta", {})
     machine = b.get("machine_cpu_s")
     return {
         "label": label,
@@ -83,7 +84,20 @@ def build_point(path: pathlib.Path) -> dict[str, Any]:
         "cache_hits": total.get("hit", 0),
         "failed": b.get("failed", []),
         "exec_log": str(log) if log else None,
+        "machine": machine_line(meta) if meta.get("machine") else None,
     }
+
+
+def machine_line(meta: dict[str, Any]) -> str:
+    """The machine and tools a build ran on, as its result's meta records them."""
+    mach = meta.get("machine", {})
+    tools = "; ".join(
+        str(meta[k]) for k in ("nvcc_version", "gcc_version", "bazel_version") if meta.get(k)
+    )
+    return (
+        f"{mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}, "
+        f"Python {mach.get('python')}; {tools}"
+    )
 
 
 def read_points(path: pathlib.Path) -> list[dict[str, Any]]:
@@ -199,6 +213,7 @@ def summarize(
         "remote_overhead_ms": {m: r["remote_overhead_ms"] for m, r in refs.items()},
         "rows": rows,
         "builds": points,
+        "machines": sorted({p["machine"] for p in points if p.get("machine")}),
     }
 
 
@@ -220,6 +235,17 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
         "longest first, as Bazel and BuildGrid run them), an action holding its worker for "
         "its input fetch, run and output upload; + overhead: with each remote spawn's "
         f"median cost beyond those and its queue in the reference log ({over or 'none'}).",
+        "",
+        "- builds: `bash benchmarks/bazel_farm.sh start LABEL N...` on one machine "
+        "(docs/gpu/bazel.md: BuildGrid's workers on the cores the client does not use), "
+        "this summary: `python3 benchmarks/run.py farm RESULT... --out OUT --label "
+        f"{label}`",
+        *(f"- machine: {m}" for m in doc.get("machines", [])),
+        *(
+            f"- not recorded by their results: the machine of {', '.join(unrecorded)}"
+            for unrecorded in [[b["label"] for b in doc["builds"] if not b.get("machine")]]
+            if unrecorded
+        ),
         "",
         "| workers | config | wall s | client CPU s | workers' CPU s | simulated s | "
         "sim / wall | + overhead s | own log s | split / mono | remote spawns | cache hits | "

@@ -32,7 +32,8 @@ from typing import Any
 
 from . import say
 from .corpus import GGML_PKG
-from .results import dumps
+from .report import fmt
+from .results import count, dumps, stored_meta
 
 STEPS = ("ci", "dev", "host-edit", "device-edit", "cold")
 HEADER = "src/ggml-cuda/common.cuh"
@@ -85,8 +86,37 @@ def build(b: Any, mode: str, step: str, archs: Sequence[str], *extra: str) -> di
     return step_row(step, m)
 
 
+def what_ran(doc: dict[str, Any]) -> list[str]:
+    """The lines under the title: the command, the machine and tools, the files and archs,
+    and why cicc cannot hit across arch sets where the sources read __CUDA_ARCH_LIST__."""
+    meta = doc.get("meta")
+    if not meta:
+        return []
+    mach = meta.get("machine", {})
+    corpus = meta.get("corpus", {})
+    files = count(corpus.get("ggml_files"))
+    lines = [
+        f"- date: {doc.get('date', meta.get('date'))}; command: `{meta.get('command')}`",
+        f"- machine: {mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}"
+        f"; {meta.get('nvcc_version')}; {meta.get('gcc_version')}; {meta.get('bazel_version')}",
+        f"- {files} ggml-cuda files; CI builds {','.join(doc.get('archs', []))}, the "
+        f"developer {','.join(doc.get('dev_archs', []))} in another checkout; host-only edit: "
+        f"`{doc.get('heavy')}`; device edit: `{doc.get('header')}`",
+    ]
+    reading = count(corpus.get("arch_list_sources"))
+    if reading:
+        lines.append(
+            f"- {reading} of the {files} sources read `__CUDA_ARCH_LIST__` (nvcc defines it "
+            "as the build's archs; ggml's common.cuh and CCCL's headers expand it), so their "
+            "per-arch preprocessed text differs between arch sets, as it does in nvcc's own "
+            "plan: cicc cannot hit across arch sets, ptxas hits where the PTX comes out the "
+            "same."
+        )
+    return [*lines, ""]
+
+
 def markdown(label: str, doc: dict[str, Any]) -> str:
-    lines = [f"# {label}: a team's reuse through the farm's cache", ""]
+    lines = [f"# {label}: a team's reuse through the farm's cache", "", *what_ran(doc)]
     for mode, rows in doc["modes"].items():
         cold = next((r["wall_s"] for r in rows if r["step"] == "cold"), None)
         mnemonics = sorted({k for r in rows for k in r["by_mnemonic"]})
@@ -96,8 +126,10 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
             "Hits / spawns per mnemonic (a spawn is an action the build did not skip by its "
             "own action cache).",
             "",
-            "| step | wall s | ÷ cold | hits / spawns | " + " | ".join(mnemonics) + " |",
-            "|---|---|---|---|" + "---|" * len(mnemonics),
+            "| step | wall s | ÷ cold | client CPU s | hits / spawns | "
+            + " | ".join(mnemonics)
+            + " |",
+            "|---|---|---|---|---|" + "---|" * len(mnemonics),
         ]
         for r in rows:
             ratio = f"{r['wall_s'] / cold:.2f}" if cold and r["wall_s"] else "—"
@@ -108,7 +140,9 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
                 cells.append(f"{c.get('hit', 0)}/{n}" if n else "—")
             lines.append(
                 f"| {r['step']}{' FAILED' if r['failed'] else ''} | {r['wall_s']:.1f} | {ratio} | "
-                f"{r['hits']}/{r['hits'] + r['runs']} | " + " | ".join(cells) + " |"
+                f"{fmt(r.get('client_cpu_s'))} | {r['hits']}/{r['hits'] + r['runs']} | "
+                + " | ".join(cells)
+                + " |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -143,6 +177,7 @@ def main(argv: Sequence[str]) -> int:
         assert ci.bazel and dev.bazel, "no bazel on PATH"
         heavy = args.heavy or dev.jobs_list[0].src
         doc.update(
+            meta=stored_meta(ci.results["meta"]),
             archs=ci.archs,
             dev_archs=args.dev_archs.split(","),
             heavy=heavy,

@@ -74,7 +74,9 @@ def test_exec_log_summary_keeps_a_slim_log(tmp_path: pathlib.Path) -> None:
     assert slim[1]["metrics"]["executionWallTime"] == "10s" and slim[5]["remoteCacheHit"]
 
 
-def _result(out: pathlib.Path, label: str, wall: float, spawns: list[dict]) -> pathlib.Path:
+def _result(
+    out: pathlib.Path, label: str, wall: float, spawns: list[dict], **meta: object
+) -> pathlib.Path:
     """A `run.py compare` summary and its full result, with the build's slim log."""
     raw = out / "raw" / label
     logdir = raw / "logs" / "s1-x-cold-r0"
@@ -93,11 +95,14 @@ def _result(out: pathlib.Path, label: str, wall: float, spawns: list[dict]) -> p
         "spawns": summary,
         "exec_log": "logs/s1-x-cold-r0/exec.slim.json.gz",
     }
-    full = {"meta": {"label": label}, "measurements": [m]}
+    full = {"meta": {"label": label, **meta}, "measurements": [m]}
     path = out / f"{label}.json"
     raw_path(path).write_text(json.dumps(full))
     path.write_text(json.dumps({"summary": 1, "meta": {"label": label}}))
     return path
+
+
+MACHINE = {"cores": 16, "cpu_model": "Xeon", "memory": "125.8 GiB", "python": "3.12.3"}
 
 
 def test_farm_summary_puts_the_projection_beside_each_point(
@@ -108,11 +113,14 @@ def test_farm_summary_puts_the_projection_beside_each_point(
         _spawn("CppArchive", ["bazel-out/k8/bin/a.o"], ["bazel-out/k8/bin/liba.a"], 1),
     ]
     paths = [
-        _result(tmp_path, "f-w1-split", 22.0, SPLIT),
+        _result(tmp_path, "f-w1-split", 22.0, SPLIT, machine=MACHINE, bazel_version="bazel 7"),
         _result(tmp_path, "f-w2-split", 18.0, SPLIT),
         _result(tmp_path, "f-w2-mono", 20.0, mono),
     ]
     assert farm.main([*map(str, paths), "--out", str(tmp_path), "--label", "f-farm"]) == 0
+    md = (tmp_path / "f-farm.md").read_text()
+    assert "- machine: 16 cores (Xeon), 125.8 GiB, Python 3.12.3; bazel 7\n" in md
+    assert "not recorded by their results: the machine of f-w2-split, f-w2-mono" in md
     doc = json.loads((tmp_path / "f-farm.json").read_text())
     rows = {(r["workers"], r["mode"]): r for r in doc["rows"]}
     # One worker: every action in turn, 20 s; two: the host compile beside nothing, the
@@ -201,7 +209,26 @@ def test_team_edits_undo_and_table(tmp_path: pathlib.Path) -> None:
     row = team.step_row("dev", {"wall_s": 5.0, "spawns": spawns})
     cold = team.step_row("cold", {"wall_s": 10.0, "spawns": {"total": {"run": 3}}})
     md = team.markdown("t", {"modes": {"split": [row, cold]}})
-    assert "| dev | 5.0 | 0.50 | 2/3 | 2/3 |" in md
+    assert "| dev | 5.0 | 0.50 | — | 2/3 | 2/3 |" in md
+    assert "command" not in md  # a doc without its run's meta has no such lines
+
+
+def test_team_table_says_what_ran_and_why_cicc_misses() -> None:
+    row = team.step_row("dev", {"wall_s": 5.0, "client_cpu_s": 1.25, "spawns": {}})
+    meta = {
+        "command": "benchmarks/run.py team --label t",
+        "machine": {"cores": 16, "cpu_model": "Xeon", "memory": "125.8 GiB"},
+        "nvcc_version": "V13.0.88",
+        "corpus": {"ggml_files": ["a.cu", "b.cu", "c.cu"], "arch_list_sources": ["a.cu", "b.cu"]},
+    }
+    doc = {"meta": meta, "archs": ["sm_80", "sm_90"], "dev_archs": ["sm_90"], "modes": {}}
+    md = team.markdown("t", {**doc, "modes": {"split": [row]}})
+    assert "command: `benchmarks/run.py team --label t`" in md
+    assert "16 cores (Xeon)" in md and "CI builds sm_80,sm_90, the developer sm_90" in md
+    assert "2 of the 3 sources read `__CUDA_ARCH_LIST__`" in md
+    assert "| dev | 5.0 | — | 1.2 | 0/0 |" in md
+    del meta["corpus"]["arch_list_sources"]
+    assert "__CUDA_ARCH_LIST__" not in team.markdown("t", {**doc, "modes": {"split": [row]}})
 
 
 def _script(cwd: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -245,3 +272,18 @@ def test_remote_overhead_is_what_the_worker_and_the_queue_do_not_account_for(
     log.write_text(json.dumps(spawn))
     assert farm.remote_overhead_ms(str(log)) == 5000.0
     assert farm.project(str(log), [1], 0.0) == {1: 5.0}
+
+
+def test_a_run_that_builds_no_count_writes_no_farm_summary(tmp_path: pathlib.Path) -> None:
+    """MODES= empty (the team's reuse alone, with TEAM=1): no build of any count, so no
+    `run.py farm` over a glob that matched nothing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bazel").write_text("#!/bin/sh\necho bazel 7.7.1\n")
+    (bin_dir / "bazel").chmod(0o755)
+    out = tmp_path / "o"
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    proc = _script(REPO, "run", "farm", "12", OUT_DIR=str(out), MODES="", TEAM="0", PATH=path)
+    assert proc.returncode == 0, proc.stderr
+    assert "all done" in proc.stdout and "run.py farm failed" not in proc.stdout + proc.stderr
+    assert not list(out.glob("farm-farm.*"))
