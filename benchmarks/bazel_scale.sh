@@ -7,11 +7,14 @@
 #   bash benchmarks/bazel_scale.sh wait           # up to WAIT_S (540 s), then pack
 #
 # Two run.py runs of scenario 1 (cold, every file at once under --jobs = cores), each with
-# two repeats whose configurations rotate (alternating builds), on ggml files drawn at
-# random with SEED from those not in benchmarks/subset.txt:
-#   LABEL-sm90    ONE_ARCH files (default 16), sm_90 only: nvcc, bazel-split, bazel-mono;
+# REPEATS (default 2) repeats whose configurations rotate (alternating builds), on ggml
+# files drawn at random with SEED from those not in benchmarks/subset.txt:
+#   LABEL-sm90    ONE_ARCH files (default 16; 0: this run is left out), sm_90 only: nvcc,
+#                 bazel-split, bazel-mono;
 #   LABEL-archs5  FIVE_ARCH files (default 10), sm_75..sm_90: nvcc-t, bazel-split,
 #                 bazel-mono.
+# The five archs of docs/gpu/bazel.md, 48 files, in one device round (about 13 minutes):
+#   ONE_ARCH=0 FIVE_ARCH=48 SEED=62 REPEATS=1 bash benchmarks/bazel_scale.sh start bazel-16core
 # Then the per-action start-up of the step runner, measured: the interpreter with the
 # runner's imports, and nvcc --dryrun of a ggml file (what every split action does before
 # its step), each 40 times. Results (run.py's summaries, raw measurements with Bazel's
@@ -47,13 +50,15 @@ esac
 command -v bazel >/dev/null || { echo "bazel_scale.sh: no bazel on PATH (scripts/gpu_bazel.sh unpack)" >&2; exit 1; }
 cores=$(nproc)
 export PYTHONUNBUFFERED=1
-run=(python3 benchmarks/run.py compare --examples none --scenarios 1 --repeats 2
+run=(python3 benchmarks/run.py compare --examples none --scenarios 1 --repeats "${REPEATS:-2}"
     --corpus-dir "$corpus" --nvcc "$nvcc" --jobs "$cores" --seed "$seed" --out "$out"
     --raw-dir "$out/raw" --work-dir /tmp/bazel-scale-work --bazel-targets //bench/ggml:ggml_cuda)
 echo "start $(date -u +%T) cores $cores seed $seed"
-"${run[@]}" --label "$label-sm90" --archs sm_90 --sample "${ONE_ARCH:-16}" \
-    --configs nvcc,bazel-split,bazel-mono
-echo "sm90 end $(date -u +%T)"
+if [ "${ONE_ARCH:-16}" != 0 ]; then
+    "${run[@]}" --label "$label-sm90" --archs sm_90 --sample "${ONE_ARCH:-16}" \
+        --configs nvcc,bazel-split,bazel-mono
+    echo "sm90 end $(date -u +%T)"
+fi
 "${run[@]}" --label "$label-archs5" --sample "${FIVE_ARCH:-10}" \
     --configs nvcc-t,bazel-split,bazel-mono
 echo "archs5 end $(date -u +%T)"

@@ -1,0 +1,48 @@
+"""benchmarks/bazel_scale.sh's runs, with `bazel` and `python3` stood in for: which
+`run.py compare` runs it starts for ONE_ARCH, FIVE_ARCH and REPEATS."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from support.scripts import run_script
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "bazel_scale.sh"
+
+
+def _runs(tmp_path: pathlib.Path, **env: str) -> list[list[str]]:
+    """The `run.py compare` command lines of one `bazel_scale.sh run L`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    (bin_dir / "bazel").write_text("#!/bin/sh\necho bazel 7.7.1\n")
+    # One line per call, its arguments joined by tabs; stdin (the start-up script) read.
+    (bin_dir / "python3").write_text(
+        f"#!/bin/sh\ncat >/dev/null\nprintf '%s\\t' \"$@\" >>{calls}\necho >>{calls}\n"
+    )
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    proc = run_script(SCRIPT, REPO, "run", "L", OUT_DIR=str(tmp_path / "o"), PATH=path, **env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.rstrip("\t").split("\t") for line in calls.read_text().splitlines()]
+    return [argv for argv in lines if argv[:2] == ["benchmarks/run.py", "compare"]]
+
+
+def test_default_runs_one_arch_then_five_with_two_repeats(tmp_path: pathlib.Path) -> None:
+    runs = _runs(tmp_path)
+    labels = [argv[argv.index("--label") + 1] for argv in runs]
+    assert labels == ["L-sm90", "L-archs5"]
+    assert all(argv[argv.index("--repeats") + 1] == "2" for argv in runs)
+
+
+def test_one_arch_zero_leaves_its_run_out(tmp_path: pathlib.Path) -> None:
+    runs = _runs(tmp_path, ONE_ARCH="0", FIVE_ARCH="48", SEED="62", REPEATS="1")
+    assert len(runs) == 1
+    argv = runs[0]
+    assert argv[argv.index("--label") + 1] == "L-archs5"
+    assert argv[argv.index("--sample") + 1] == "48" and argv[argv.index("--seed") + 1] == "62"
+    assert argv[argv.index("--repeats") + 1] == "1"
+    assert argv[argv.index("--configs") + 1] == "nvcc-t,bazel-split,bazel-mono"
