@@ -11,6 +11,14 @@
 # `--jobs` = cores, its wall and the machine's CPU seconds (/proc/stat) and Bazel's profile,
 # then `test-backend-ops test -b CUDA0 -j 12` and its summary line. Everything goes to
 # $OUT_DIR (default /tmp/ggml-gpu): this log, Bazel's (build.log), the profile, test.log.gz.
+#
+# PROFILE=1: the compile-time profile of the whole backend instead (docs/profile.md): one
+# cold build of @ggml//:ggml-cuda with `--//cuda:time_trace=true` (every cicc and ptxas
+# action's trace, output group cuda_time_trace), no test run, then `cuda-split profile
+# --bazel @ggml//:ggml-cuda` with Bazel's profile as the timeline: profile.txt (TOP rows a
+# table, default 15), profile.json, and profile-<arch>.txt per arch. For the five archs
+# (about 19 minutes on 16 cores):
+#   PROFILE=1 bash scripts/ggml_gpu_bazel.sh start sm_75,sm_80,sm_86,sm_89,sm_90
 set -u
 cmd=${1:?usage: ggml_gpu_bazel.sh start [ARCHS] | run ARCHS | wait}
 out=${OUT_DIR:-/tmp/ggml-gpu}
@@ -41,12 +49,17 @@ command -v bazel >/dev/null || {
 }
 cores=$(nproc)
 flags=(-c opt "--//cuda:archs=$archs" "--jobs=$cores" "--profile=$out/profile.json.gz")
-echo "start $(date -u +%T) cores $cores archs $archs"
+target=@ggml//:test-backend-ops
+if [ "${PROFILE:-0}" = 1 ]; then
+    target=@ggml//:ggml-cuda
+    flags+=(--//cuda:time_trace=true --output_groups=+cuda_time_trace)
+fi
+echo "start $(date -u +%T) cores $cores archs $archs target $target"
 bazel clean
-bazel build "${flags[@]}" --nobuild @ggml//:test-backend-ops || exit 1
+bazel build "${flags[@]}" --nobuild "$target" || exit 1
 c0=$(cpu_s)
 t0=$(date +%s.%N)
-bazel build "${flags[@]}" @ggml//:test-backend-ops >"$out/build.log" 2>&1
+bazel build "${flags[@]}" "$target" >"$out/build.log" 2>&1
 rc=$?
 t1=$(date +%s.%N)
 c1=$(cpu_s)
@@ -56,6 +69,19 @@ echo "build rc $rc wall_s $wall machine_cpu_s $(python3 -c "print(round($c1 - $c
 grep -A 20 '^ERROR' "$out/build.log" | head -n 60 || true
 tail -n 3 "$out/build.log"
 ((rc == 0)) || exit 1
+if [ "${PROFILE:-0}" = 1 ]; then
+    profile=(env "PYTHONPATH=$(dirname "$0")/../tools" python3 -m cuda_split.commands profile
+        --bazel "$target" --top "${TOP:-15}")
+    "${profile[@]}" --timeline "$out/profile.json.gz" >"$out/profile.txt"
+    echo "profile rc $?"
+    "${profile[@]}" --json >"$out/profile.json"
+    for arch in ${archs//,/ }; do
+        "${profile[@]}" --arch "$arch" >"$out/profile-$arch.txt"
+    done
+    head -n 40 "$out/profile.txt"
+    echo "all done $(date -u +%T)"
+    exit 0
+fi
 # Its path asked of Bazel (external/<canonical name> under bzlmod).
 bin="$(bazel info -c opt "--//cuda:archs=$archs" execution_root)/$(bazel cquery -c opt \
     "--//cuda:archs=$archs" --output=files @ggml//:test-backend-ops 2>/dev/null)"
