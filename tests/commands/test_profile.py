@@ -282,3 +282,20 @@ def test_bazel_targets_traces_under_bazel_bin(traces: pathlib.Path, tmp_path: pa
     assert profile.bazel_traces("@r//pkg:lib", str(ws)) == str(other)
     with pytest.raises(profile.ProfileError, match="--bazel //pkg:nope: no traces under"):
         profile.bazel_traces("//pkg:nope", str(ws))
+
+
+def test_bazel_finds_a_bzlmod_repository_by_its_apparent_name(
+    traces: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`@ggml//...` of a module extension: its outputs are under its canonical name."""
+    external = tmp_path / "ws" / "bazel-bin" / "external"
+    lib = external / "_main~ggml_extension~ggml" / "_cuda" / "ggml-cuda"
+    lib.parent.mkdir(parents=True)
+    lib.symlink_to(traces, target_is_directory=True)
+    (external / "_main~ggml_extension~ggml2").mkdir()  # ends in another name: not taken
+    ws = str(tmp_path / "ws")
+    assert profile.bazel_traces("@ggml//:ggml-cuda", ws) == str(lib)
+    assert profile.bazel_traces("@@_main~ggml_extension~ggml//:ggml-cuda", ws) == str(lib)
+    (external / "+ggml_extension+ggml").mkdir()
+    with pytest.raises(profile.ProfileError, match="@ggml could be any of"):
+        profile.bazel_traces("@ggml//:ggml-cuda", ws)

@@ -53,7 +53,7 @@ def bazel_traces(target: str, workspace: str) -> str:
     name = m["name"] or pkg.rsplit("/", 1)[-1]
     bin_dir = os.path.join(workspace, "bazel-bin")
     if m["repo"]:  # another repository's outputs: bazel-bin/external/<repo>/
-        bin_dir = os.path.join(bin_dir, "external", m["repo"])
+        bin_dir = external_dir(os.path.join(bin_dir, "external"), m["repo"], target)
     where = os.path.join(bin_dir, pkg, "_cuda", name)
     if not find_traces_quiet(where) and find_traces_quiet(where + "_cuda"):
         where += "_cuda"  # a cuda_binary's sources: its <name>_cuda library
@@ -64,6 +64,27 @@ def bazel_traces(target: str, workspace: str) -> str:
             "(a CUDA target of this workspace, compile_mode=split)"
         )
     return where
+
+
+def external_dir(external: str, repo: str, target: str) -> str:
+    """The directory of the repository `repo` under bazel-bin/external: its own name, or,
+    under bzlmod, the one canonical name that ends in it (`@ggml` of a module extension is
+    `_main~ggml_extension~ggml` in Bazel 7, `+ggml_extension+ggml` in Bazel 8)."""
+    exact = os.path.join(external, repo)
+    if os.path.isdir(exact) or not os.path.isdir(external):
+        return exact
+    canonical = sorted(
+        d
+        for d in os.listdir(external)
+        if d.endswith((f"~{repo}", f"+{repo}", f"~{repo}~", f"+{repo}+", f"{repo}~", f"{repo}+"))
+        and os.path.isdir(os.path.join(external, d))
+    )
+    if len(canonical) > 1:
+        raise ProfileError(
+            f"--bazel {target}: @{repo} could be any of {', '.join(canonical)} under "
+            f"{external}; name one as @@<canonical name>//..."
+        )
+    return os.path.join(external, canonical[0]) if canonical else exact
 
 
 def find_traces_quiet(directory: str) -> list[str]:
