@@ -15,9 +15,9 @@
 # PROFILE=1: the compile-time profile of the whole backend instead (docs/profile.md): one
 # cold build of @ggml//:ggml-cuda with `--//cuda:time_trace=true` (every cicc and ptxas
 # action's trace, output group cuda_time_trace), no test run, then `cuda-split profile
-# --bazel @ggml//:ggml-cuda` with Bazel's profile as the timeline: profile.txt (TOP rows a
-# table, default 15), profile.json, and profile-<arch>.txt per arch. For the five archs
-# (about 19 minutes on 16 cores):
+# --bazel @ggml//:ggml-cuda`: profile.txt (TOP rows a table, default 15), profile.json,
+# and profile-<arch>.txt per arch. For the five archs (an estimate from the backend's
+# 17,400 CPU s on the 64-core machine: about 19 minutes on 16 cores):
 #   PROFILE=1 bash scripts/ggml_gpu_bazel.sh start sm_75,sm_80,sm_86,sm_89,sm_90
 set -u
 cmd=${1:?usage: ggml_gpu_bazel.sh start [ARCHS] | run ARCHS | wait}
@@ -72,15 +72,16 @@ tail -n 3 "$out/build.log"
 if [ "${PROFILE:-0}" = 1 ]; then
     profile=(env "PYTHONPATH=$(dirname "$0")/../tools" python3 -m cuda_split.commands profile
         --bazel "$target" --top "${TOP:-15}")
-    "${profile[@]}" --timeline "$out/profile.json.gz" >"$out/profile.txt"
-    echo "profile rc $?"
-    "${profile[@]}" --json >"$out/profile.json"
+    failed=0
+    "${profile[@]}" >"$out/profile.txt" || failed=1
+    "${profile[@]}" --json >"$out/profile.json" || failed=1
     for arch in ${archs//,/ }; do
-        "${profile[@]}" --arch "$arch" >"$out/profile-$arch.txt"
+        "${profile[@]}" --arch "$arch" >"$out/profile-$arch.txt" || failed=1
     done
+    echo "profile failed $failed"
     head -n 40 "$out/profile.txt"
     echo "all done $(date -u +%T)"
-    exit 0
+    exit "$failed"
 fi
 # Its path asked of Bazel (external/<canonical name> under bzlmod).
 bin="$(bazel info -c opt "--//cuda:archs=$archs" execution_root)/$(bazel cquery -c opt \
