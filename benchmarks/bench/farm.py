@@ -152,6 +152,7 @@ def summarize(
     """Per (workers, mode): the median of its builds, the projections beside it, and
     split's wall over mono's at each worker count."""
     counts = sorted({p["workers"] for p in points})
+    projected = sorted(set(counts) | set(PLOT_COUNTS))
     refs: dict[str, dict[str, Any]] = {}
     for mode in ("split", "mono"):
         logged = [p for p in points if p["mode"] == mode and p["exec_log"]]
@@ -162,7 +163,7 @@ def summarize(
             measured = remote_overhead_ms(ref["exec_log"])
             refs[mode] = {
                 "label": ref["label"],
-                "projection": project(ref["exec_log"], counts, overhead_ms / 1000),
+                "projection": project(ref["exec_log"], projected, overhead_ms / 1000),
                 "remote_overhead_ms": measured,
                 "projection_with_overhead": project(ref["exec_log"], counts, measured / 1000)
                 if measured is not None
@@ -210,6 +211,10 @@ def summarize(
     return {
         "overhead_ms": overhead_ms,
         "reference_logs": {m: r["label"] for m, r in refs.items()},
+        # simulate's replay of each mode's reference log for every count of the plot.
+        "projections": {
+            m: {str(n): v for n, v in r["projection"].items()} for m, r in refs.items()
+        },
         "remote_overhead_ms": {m: r["remote_overhead_ms"] for m, r in refs.items()},
         "rows": rows,
         "builds": points,
@@ -236,15 +241,19 @@ def markdown(label: str, doc: dict[str, Any]) -> str:
         "its input fetch, run and output upload; + overhead: with each remote spawn's "
         f"median cost beyond those and its queue in the reference log ({over or 'none'}).",
         "",
-        "- builds: `bash benchmarks/bazel_farm.sh start LABEL N...` on one machine "
-        "(docs/gpu/bazel.md: BuildGrid's workers on the cores the client does not use), "
-        "this summary: `python3 benchmarks/run.py farm RESULT... --out OUT --label "
-        f"{label}`",
+        "- each build: one `run.py compare` of `benchmarks/bazel_farm.sh` on one machine "
+        "(docs/gpu/bazel.md: BuildGrid's workers on the cores the client does not use); "
+        "this summary: `python3 benchmarks/run.py farm` over the builds' results",
         *(f"- machine: {m}" for m in doc.get("machines", [])),
         *(
             f"- not recorded by their results: the machine of {', '.join(unrecorded)}"
             for unrecorded in [[b["label"] for b in doc["builds"] if not b.get("machine")]]
             if unrecorded
+        ),
+        *(
+            f"- simulate from {doc['reference_logs'][mode]}, s per worker count: "
+            + ", ".join(f"{n}: {fmt(s)}" for n, s in sorted(curve.items(), key=lambda x: int(x[0])))
+            for mode, curve in doc.get("projections", {}).items()
         ),
         "",
         "| workers | config | wall s | client CPU s | workers' CPU s | simulated s | "

@@ -10,6 +10,7 @@ import compileall
 import datetime
 import os
 import pathlib
+import shlex
 import shutil
 import sys
 import tempfile
@@ -152,7 +153,7 @@ class Bench:
             "label": args.label,
             "smoke": bool(args.smoke),
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join([os.path.relpath(sys.argv[0]), *sys.argv[1:]]),
+            "command": shlex.join([os.path.relpath(sys.argv[0]), *sys.argv[1:]]),
             "archs": self.archs,
             "warm_archs": self.warm_archs,
             "jobs": args.jobs,

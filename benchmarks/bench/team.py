@@ -33,7 +33,7 @@ from typing import Any
 from . import say
 from .corpus import GGML_PKG
 from .report import fmt
-from .results import count, dumps, stored_meta
+from .results import corpus_lists, count, dumps, store_lists, stored_meta
 
 STEPS = ("ci", "dev", "host-edit", "device-edit", "cold")
 HEADER = "src/ggml-cuda/common.cuh"
@@ -95,10 +95,12 @@ def what_ran(doc: dict[str, Any]) -> list[str]:
     mach = meta.get("machine", {})
     corpus = meta.get("corpus", {})
     files = count(corpus.get("ggml_files"))
+    tools = [str(meta[k]) for k in ("nvcc_version", "gcc_version", "bazel_version") if meta.get(k)]
+    python = f", Python {mach['python']}" if mach.get("python") else ""
     lines = [
         f"- date: {doc.get('date', meta.get('date'))}; command: `{meta.get('command')}`",
         f"- machine: {mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}"
-        f"; {meta.get('nvcc_version')}; {meta.get('gcc_version')}; {meta.get('bazel_version')}",
+        f"{python}; {'; '.join(tools) or 'tools not recorded'}",
         f"- {files} ggml-cuda files; CI builds {','.join(doc.get('archs', []))}, the "
         f"developer {','.join(doc.get('dev_archs', []))} in another checkout; host-only edit: "
         f"`{doc.get('heavy')}`; device edit: `{doc.get('header')}`",
@@ -107,10 +109,9 @@ def what_ran(doc: dict[str, Any]) -> list[str]:
     if reading:
         lines.append(
             f"- {reading} of the {files} sources read `__CUDA_ARCH_LIST__` (nvcc defines it "
-            "as the build's archs; ggml's common.cuh and CCCL's headers expand it), so their "
-            "per-arch preprocessed text differs between arch sets, as it does in nvcc's own "
-            "plan: cicc cannot hit across arch sets, ptxas hits where the PTX comes out the "
-            "same."
+            "as the build's archs, in the device preprocess too), so their per-arch "
+            "preprocessed text differs between arch sets, as it does in nvcc's own plan: "
+            "cicc cannot hit across arch sets, ptxas hits where the PTX comes out the same."
         )
     return [*lines, ""]
 
@@ -177,13 +178,14 @@ def main(argv: Sequence[str]) -> int:
         assert ci.bazel and dev.bazel, "no bazel on PATH"
         heavy = args.heavy or dev.jobs_list[0].src
         doc.update(
-            meta=stored_meta(ci.results["meta"]),
+            meta=stored_meta(ci.results["meta"]),  # long lists: out's CORPUS_STORE
             archs=ci.archs,
             dev_archs=args.dev_archs.split(","),
             heavy=heavy,
             header=args.header,
             ggml_files=ci.results["meta"]["corpus"]["ggml_files"],
         )
+        store_lists(out, corpus_lists(ci.results["meta"]))
         rows: list[dict[str, Any]] = []
         ci.bazel.call("clean", log=ci.raw / "bazel-clean.log")
         rows.append(build(ci, mode, "ci", ci.archs))
@@ -207,5 +209,6 @@ def main(argv: Sequence[str]) -> int:
         (out / f"{args.label}.md").write_text(markdown(args.label, doc))
     doc["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     (out / f"{args.label}.json").write_text(dumps(doc) + "\n")
+    (out / f"{args.label}.md").write_text(markdown(args.label, doc))
     print(markdown(args.label, doc))
     return 0

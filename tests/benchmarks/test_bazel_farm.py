@@ -133,6 +133,11 @@ def test_farm_summary_puts_the_projection_beside_each_point(
     assert rows[(2, "split")]["workers_cpu_s"] == 40.0
     assert rows[(1, "split")]["simulated_over_measured"] == round(20 / 22, 3)
     assert doc["reference_logs"] == {"split": "f-w2-split", "mono": "f-w2-mono"}
+    # The reference log replayed for every count of the plot, in the summary and its table.
+    assert sorted(int(n) for n in doc["projections"]["split"]) == [1, *farm.PLOT_COUNTS]
+    assert doc["projections"]["mono"]["16"] == 19.0
+    md = (tmp_path / "f-farm.md").read_text()
+    assert "- simulate from f-w2-mono, s per worker count: 1: 19.0, 2: 19.0, 4: 19.0," in md
     # Each build's log copied beside the summary and named relative to it, so that the
     # summary, moved elsewhere, is a RESULT of the next round's.
     assert doc["builds"][0]["exec_log"] == "f-farm-logs/f-w1-split.exec.slim.json.gz"
@@ -221,12 +226,20 @@ def test_team_table_says_what_ran_and_why_cicc_misses() -> None:
         "nvcc_version": "V13.0.88",
         "corpus": {"ggml_files": ["a.cu", "b.cu", "c.cu"], "arch_list_sources": ["a.cu", "b.cu"]},
     }
-    doc = {"meta": meta, "archs": ["sm_80", "sm_90"], "dev_archs": ["sm_90"], "modes": {}}
+    doc = {
+        "meta": meta,
+        "archs": ["sm_80", "sm_90"],
+        "dev_archs": ["sm_90"],
+        "heavy": "a.cu",
+        "header": "common.cuh",
+        "date": "2026-01-01T00:00:00+0000",
+    }
     md = team.markdown("t", {**doc, "modes": {"split": [row]}})
     assert "command: `benchmarks/run.py team --label t`" in md
     assert "16 cores (Xeon)" in md and "CI builds sm_80,sm_90, the developer sm_90" in md
     assert "2 of the 3 sources read `__CUDA_ARCH_LIST__`" in md
     assert "| dev | 5.0 | — | 1.2 | 0/0 |" in md
+    assert "V13.0.88\n" in md and "None" not in md  # gcc's and Bazel's versions unrecorded
     del meta["corpus"]["arch_list_sources"]
     assert "__CUDA_ARCH_LIST__" not in team.markdown("t", {**doc, "modes": {"split": [row]}})
 
@@ -283,7 +296,7 @@ def test_a_run_that_builds_no_count_writes_no_farm_summary(tmp_path: pathlib.Pat
     (bin_dir / "bazel").chmod(0o755)
     out = tmp_path / "o"
     path = f"{bin_dir}:{os.environ['PATH']}"
-    proc = _script(REPO, "run", "farm", "12", OUT_DIR=str(out), MODES="", TEAM="0", PATH=path)
+    env = {"OUT_DIR": str(out), "WORK_DIR": str(tmp_path / "work"), "PATH": path}
+    proc = _script(REPO, "run", "farm", "12", MODES="", TEAM="0", **env)
     assert proc.returncode == 0, proc.stderr
     assert "all done" in proc.stdout and "run.py farm failed" not in proc.stdout + proc.stderr
-    assert not list(out.glob("farm-farm.*"))

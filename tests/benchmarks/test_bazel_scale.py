@@ -18,9 +18,10 @@ def _runs(tmp_path: pathlib.Path, **env: str) -> list[list[str]]:
     bin_dir.mkdir()
     calls = tmp_path / "calls.txt"
     (bin_dir / "bazel").write_text("#!/bin/sh\necho bazel 7.7.1\n")
-    # One line per call, its arguments joined by tabs; stdin (the start-up script) read.
+    # One line per call, its arguments joined by tabs; `python3 -` reads its script.
     (bin_dir / "python3").write_text(
-        f"#!/bin/sh\ncat >/dev/null\nprintf '%s\\t' \"$@\" >>{calls}\necho >>{calls}\n"
+        f'#!/bin/sh\n[ "$1" = - ] && cat >/dev/null\n'
+        f"printf '%s\\t' \"$@\" >>{calls}\necho >>{calls}\n"
     )
     for f in bin_dir.iterdir():
         f.chmod(0o755)
@@ -36,6 +37,8 @@ def test_default_runs_one_arch_then_five_with_two_repeats(tmp_path: pathlib.Path
     labels = [argv[argv.index("--label") + 1] for argv in runs]
     assert labels == ["L-sm90", "L-archs5"]
     assert all(argv[argv.index("--repeats") + 1] == "2" for argv in runs)
+    one = runs[0]
+    assert one[one.index("--sample") + 1] == "16" and one[one.index("--archs") + 1] == "sm_90"
 
 
 def test_one_arch_zero_leaves_its_run_out(tmp_path: pathlib.Path) -> None:
