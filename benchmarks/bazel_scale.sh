@@ -13,7 +13,8 @@
 #                 bazel-split, bazel-mono;
 #   LABEL-archs5  FIVE_ARCH files (default 10), sm_75..sm_90: nvcc-t, bazel-split,
 #                 bazel-mono.
-# The five archs of docs/gpu/bazel.md, 48 files, in one device round (about 13 minutes):
+# The five archs of docs/gpu/bazel.md, 48 files, in one device round (an estimate from
+# the farm's builds of the same files: about 13 minutes):
 #   ONE_ARCH=0 FIVE_ARCH=48 SEED=62 REPEATS=1 bash benchmarks/bazel_scale.sh start bazel-16core
 # Then the per-action start-up of the step runner, measured: the interpreter with the
 # runner's imports, and nvcc --dryrun of a ggml file (what every split action does before
