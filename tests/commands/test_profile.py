@@ -292,10 +292,11 @@ def test_bazel_finds_a_bzlmod_repository_by_its_apparent_name(
     lib = external / "_main~ggml_extension~ggml" / "_cuda" / "ggml-cuda"
     lib.parent.mkdir(parents=True)
     lib.symlink_to(traces, target_is_directory=True)
-    (external / "_main~ggml_extension~ggml2").mkdir()  # ends in another name: not taken
+    (external / "_main~ggml_extension~ggml2").mkdir()  # another name: not taken
+    (external / "libggml~").mkdir()  # a module whose name merely ends in it: not taken
     ws = str(tmp_path / "ws")
     assert profile.bazel_traces("@ggml//:ggml-cuda", ws) == str(lib)
     assert profile.bazel_traces("@@_main~ggml_extension~ggml//:ggml-cuda", ws) == str(lib)
-    (external / "+ggml_extension+ggml").mkdir()
+    (external / "ggml~").mkdir()  # Bazel 7's name of a module `ggml`: a second candidate
     with pytest.raises(profile.ProfileError, match="@ggml could be any of"):
         profile.bazel_traces("@ggml//:ggml-cuda", ws)

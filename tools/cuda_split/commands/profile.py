@@ -76,7 +76,8 @@ def external_dir(external: str, repo: str, target: str) -> str:
     canonical = sorted(
         d
         for d in os.listdir(external)
-        if d.endswith((f"~{repo}", f"+{repo}", f"~{repo}~", f"+{repo}+", f"{repo}~", f"{repo}+"))
+        if re.search(r"[~+]", d)
+        and [s for s in re.split(r"[~+]", d) if s][-1:] == [repo]
         and os.path.isdir(os.path.join(external, d))
     )
     if len(canonical) > 1:
