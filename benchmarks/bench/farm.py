@@ -35,6 +35,7 @@ from typing import Any
 from cuda_split.commands import simulate as sim
 from cuda_split.commands.execlog import read_log, spawn_seconds
 
+from .report import machine_line
 from .results import dumps, load_full, raw_path
 
 LABEL = re.compile(r"-w(?P<workers>\d+)-(?P<mode>split|mono)$")
@@ -86,18 +87,6 @@ def build_point(path: pathlib.Path) -> dict[str, Any]:
         "exec_log": str(log) if log else None,
         "machine": machine_line(meta) if meta.get("machine") else None,
     }
-
-
-def machine_line(meta: dict[str, Any]) -> str:
-    """The machine and tools a build ran on, as its result's meta records them."""
-    mach = meta.get("machine", {})
-    tools = "; ".join(
-        str(meta[k]) for k in ("nvcc_version", "gcc_version", "bazel_version") if meta.get(k)
-    )
-    return (
-        f"{mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}, "
-        f"Python {mach.get('python')}; {tools}"
-    )
 
 
 def read_points(path: pathlib.Path) -> list[dict[str, Any]]:

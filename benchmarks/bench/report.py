@@ -61,6 +61,18 @@ def render_markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def machine_line(meta: dict[str, Any]) -> str:
+    """The machine and tools a run's meta records, in one line (the summaries of
+    `run.py farm` and `run.py team`)."""
+    mach = meta.get("machine", {})
+    tools = [str(meta[k]) for k in ("nvcc_version", "gcc_version", "bazel_version") if meta.get(k)]
+    python = f", Python {mach['python']}" if mach.get("python") else ""
+    return (
+        f"{mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}{python}; "
+        + ("; ".join(tools) or "tools not recorded")
+    )
+
+
 def n_sources(corpus: dict[str, Any]) -> int:
     return count(corpus.get("ggml_files")) + count(corpus.get("examples"))
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from . import say
 from .corpus import GGML_PKG
-from .report import fmt
+from .report import fmt, machine_line
 from .results import corpus_lists, count, dumps, store_lists, stored_meta
 
 STEPS = ("ci", "dev", "host-edit", "device-edit", "cold")
@@ -92,15 +92,11 @@ def what_ran(doc: dict[str, Any]) -> list[str]:
     meta = doc.get("meta")
     if not meta:
         return []
-    mach = meta.get("machine", {})
     corpus = meta.get("corpus", {})
     files = count(corpus.get("ggml_files"))
-    tools = [str(meta[k]) for k in ("nvcc_version", "gcc_version", "bazel_version") if meta.get(k)]
-    python = f", Python {mach['python']}" if mach.get("python") else ""
     lines = [
         f"- date: {doc.get('date', meta.get('date'))}; command: `{meta.get('command')}`",
-        f"- machine: {mach.get('cores')} cores ({mach.get('cpu_model')}), {mach.get('memory')}"
-        f"{python}; {'; '.join(tools) or 'tools not recorded'}",
+        f"- machine: {machine_line(meta)}",
         f"- {files} ggml-cuda files; CI builds {','.join(doc.get('archs', []))}, the "
         f"developer {','.join(doc.get('dev_archs', []))} in another checkout; host-only edit: "
         f"`{doc.get('heavy')}`; device edit: `{doc.get('header')}`",
