@@ -16,10 +16,13 @@
 # The five archs of docs/gpu/bazel.md, 48 files, in one device round (an estimate from
 # the farm's builds of the same files: about 13 minutes):
 #   ONE_ARCH=0 FIVE_ARCH=48 SEED=62 REPEATS=1 bash benchmarks/bazel_scale.sh start bazel-16core
-# Then the per-action start-up of the step runner, measured: the interpreter with the
-# runner's imports, and nvcc --dryrun of a ggml file (what every split action does before
-# its step), each 40 times. Results (run.py's summaries, raw measurements with Bazel's
-# execution logs, startup.json) go to $OUT_DIR (default /tmp/devout); `wait` packs them
+# First the machine's throughput (throughput.py at 1 and nproc copies: the CPU seconds a
+# second the cores give with all of them busy, which divide a build's CPU into its bound;
+# PROBE=0 leaves it out). After the builds, the per-action start-up of the step runner,
+# measured: the interpreter with the runner's imports, and nvcc --dryrun of a ggml file
+# (what every split action does before its step), each 40 times. Results (run.py's
+# summaries, LABEL-throughput.json, raw measurements with Bazel's execution logs,
+# startup.json) go to $OUT_DIR (default /tmp/devout); `wait` packs them
 # into $OUT_DIR/results.tgz.
 set -u
 cmd=${1:?usage: bazel_scale.sh start LABEL | run LABEL | wait}
@@ -55,6 +58,12 @@ run=(python3 benchmarks/run.py compare --examples none --scenarios 1 --repeats "
     --corpus-dir "$corpus" --nvcc "$nvcc" --jobs "$cores" --seed "$seed" --out "$out"
     --raw-dir "$out/raw" --work-dir /tmp/bazel-scale-work --bazel-targets //bench/ggml:ggml_cuda)
 echo "start $(date -u +%T) cores $cores seed $seed"
+if [ "${PROBE:-1}" != 0 ]; then
+    python3 benchmarks/throughput.py --nvcc "$nvcc" --corpus-dir "$corpus" --levels "1,$cores,1" \
+        --out "$out/$label-throughput.json" || exit 1
+    run+=(--throughput "$out/$label-throughput.json")
+    echo "probe end $(date -u +%T)"
+fi
 if [ "${ONE_ARCH:-16}" != 0 ]; then
     "${run[@]}" --label "$label-sm90" --archs sm_90 --sample "${ONE_ARCH:-16}" \
         --configs nvcc,bazel-split,bazel-mono

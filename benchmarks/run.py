@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import pathlib
 import re
@@ -58,6 +59,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+import throughput
 from bench import BENCH
 from bench.configs import BAZEL_TARGETS, CONFIGS
 from bench.merge import merge
@@ -189,6 +191,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="keep each Bazel build's execution log, slimmed to what `cuda-split simulate` "
         "reads, as RAW/logs/<run>/exec.slim.json.gz (its path in the measurement)",
     )
+    p.add_argument(
+        "--throughput",
+        default="",
+        metavar="JSON",
+        help="throughput.py --out of this machine: the bound of a build is then its CPU "
+        "over the CPU seconds a second the cores give with all of them busy (default: "
+        "its CPU ÷ cores); with --merge, for the merged report",
+    )
     p.add_argument("--label", default="", help="result file name (default: SUBSET-Ncore)")
     p.add_argument("--out", default=str(BENCH / "results"), help="results directory")
     p.add_argument(
@@ -292,6 +302,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--split-remote-host-compile needs --split-remote")
     if args.split_jobs not in ("width", "jobserver") and not args.split_jobs.isdigit():
         p.error("--split-jobs: 'width', 'jobserver' or a number")
+    args.throughput_probe = None
+    if args.throughput:
+        try:
+            doc = json.loads(pathlib.Path(args.throughput).read_text())
+            args.throughput_probe = {
+                "file": pathlib.Path(args.throughput).name,
+                **throughput.busy_rate(doc, cores),
+            }
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"--throughput {args.throughput}: {e}")
     return args
 
 
@@ -304,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = argv[1:]
     args = parse_args(argv)
     if args.merge:
-        merge(args.merge, pathlib.Path(args.out).resolve(), args.label)
+        merge(args.merge, pathlib.Path(args.out).resolve(), args.label, args.throughput_probe)
         return 0
     Bench(args).run()
     return 0

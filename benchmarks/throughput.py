@@ -167,6 +167,20 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def busy_rate(doc: dict[str, Any], cores: int) -> dict[str, Any]:
+    """The CPU seconds a second a machine gives with `cores` compiles at once, from its
+    probe `doc` (what --out writes): copies × CPU per compile ÷ the level's wall, at the
+    level of `cores` copies (else the best level), its fastest repeat. A parallel build's
+    bound is its CPU over this rate."""
+    rows = [r for r in doc.get("rows", []) if r.get("wall_s")]
+    if not rows:
+        raise ValueError("no levels measured (throughput.py --out writes them as rows)")
+    copies = cores if any(r["copies"] == cores for r in rows) else doc["best_copies"]
+    best = min((r for r in rows if r["copies"] == copies), key=lambda r: r["wall_s"])
+    rate = copies * best["cpu_per_compile_s"] / best["wall_s"]
+    return {"copies": copies, "cpu_per_s": round(rate, 2)}
+
+
 def table(s: dict[str, Any]) -> str:
     lines = [
         "| copies at once | wall s | CPU s per compile | ÷ one alone | compiles per min "

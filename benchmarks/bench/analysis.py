@@ -215,6 +215,7 @@ def targets(a: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str, str
                     verdict(r <= 1.10, f"{100 * (r - 1.10):+.1f} points over"),
                 )
             )
+    out += bazel_targets(s1, meta, cores)
     b = a["s2"].get("bound")
     if b and "split" in a["s2"]:
         w = a["s2"]["split"]["wall_s"][0]
@@ -267,6 +268,47 @@ def targets(a: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str, str
                     verdict(r <= 0.15, f"{100 * (r - 0.15):.0f} points over"),
                 )
             )
+    return out
+
+
+def bazel_targets(
+    s1: dict[str, Any], meta: dict[str, Any], cores: int | None
+) -> list[tuple[str, str, str]]:
+    """Issue 62's, for Bazel on many cores: bazel-split's wall not above bazel-mono's,
+    ≤ 0.95 × nvcc -t's, ≤ 1.05 × the machine's bound (its CPU over the CPU seconds a
+    second measured by throughput.py with the cores busy, where the run has that probe;
+    else its CPU ÷ cores)."""
+    split = s1.get("bazel-split")
+    if not split or not split["wall_s"][0]:
+        return []
+    wall, cpu = split["wall_s"][0], split["cpu_s"][0]
+    out = []
+    for ref, limit in (("bazel-mono", 1.0), ("nvcc-t", 0.95)):
+        if ref in s1 and s1[ref]["wall_s"][0]:
+            r = wall / s1[ref]["wall_s"][0]
+            out.append(
+                (
+                    f"bazel-split wall ≤ {limit:.2f} × {ref}'s ({cores} cores)",
+                    f"{r:.3f} ×",
+                    verdict(r <= limit, f"{100 * (r - limit):+.1f} points over"),
+                )
+            )
+    probe = meta.get("throughput")
+    if probe:
+        rate = probe["cpu_per_s"]
+        what = f"its CPU ÷ {rate} CPU s a second, {probe['copies']} compiles at once measured"
+    else:
+        rate, what = cores or 0, f"its CPU ÷ {cores} cores"
+    if cpu and rate:
+        bound = cpu / rate
+        r = wall / bound
+        out.append(
+            (
+                f"bazel-split wall ≤ 1.05 × the machine's bound ({what})",
+                f"{r:.3f} × ({bound:.1f} s)",
+                verdict(r <= 1.05, f"{100 * (r - 1.05):+.1f} points over"),
+            )
+        )
     return out
 
 

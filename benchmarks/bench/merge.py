@@ -65,11 +65,17 @@ def merge_source(spec: str) -> tuple[str, set[str]]:
     return path + ".json", chosen
 
 
-def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
+def merge(
+    paths: Sequence[str],
+    out: pathlib.Path,
+    label: str,
+    probe: dict[str, Any] | None = None,
+) -> None:
     """One result of several runs (on the device machine, one per 10-minute command).
     Measurements of the same configuration in different shards (--shard) are combined:
     wall and CPU seconds add up (the shards ran one after the other, each at full
-    parallelism), hit counts add up, peak RSS is the larger."""
+    parallelism), hit counts add up, peak RSS is the larger. `probe` (run.py's
+    --throughput) replaces the runs' measured throughput."""
     metas: list[dict[str, Any]] = []
     order: list[dict[str, Any] | tuple[Any, ...]] = []
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -113,6 +119,8 @@ def merge(paths: Sequence[str], out: pathlib.Path, label: str) -> None:
     merged: dict[str, Any] = {"meta": meta, "measurements": measurements}
     merged["meta"]["label"] = label
     merged["meta"]["merged_from"] = [pathlib.Path(p).name for p in paths]
+    if probe:
+        merged["meta"]["throughput"] = probe
     note = save(out, label, merged, chart=True)
     say(
         f"wrote {out / label}.json (summary), .md"

@@ -163,6 +163,7 @@ class Bench:
             "split_remote_host_compile": args.split_remote_host_compile,
             "slots": os.environ.get("CUDA_SPLIT_SLOTS", ""),
             "split_j": self.ctx.split_j(self.archs),
+            "throughput": args.throughput_probe,
             "repeats": args.repeats,
             "critical_repeats": args.critical_repeats,
             "subset": "smoke" if args.smoke else args.subset,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import time
 
@@ -259,3 +260,79 @@ def test_split_remote_adds_the_servers_options_to_nvcc_split_only(
     )
     configs.compile_task(ctx, "split", job, ["sm_90"], "r")()
     assert "--remote-host-compile" in seen[-1]
+
+
+def test_bazel_splits_targets_against_mono_nvcc_t_and_the_measured_bound(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Issue 62's, on many cores: bazel-split's wall against bazel-mono's, nvcc -t's and
+    the machine's bound, its CPU over the probe's CPU seconds a second (run.py
+    --throughput) or, without a probe, over the cores."""
+    rows = [
+        {"scenario": "1", "config": c, "phase": p, "repeat": 0, "wall_s": w, "cpu_s": cpu}
+        for c, p, w, cpu in [
+            ("nvcc-t", "full", 100.0, 1500.0),
+            ("bazel-mono", "cold", 95.0, 1400.0),
+            ("bazel-split", "cold", 96.0, 1440.0),
+        ]
+    ]
+    results = {"meta": {"machine": {"cores": 16}}, "measurements": rows}
+    a = analysis.analyze(results)
+    got = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
+    assert got["bazel-split wall ≤ 1.00 × bazel-mono's (16 cores)"] == (
+        "1.011 ×",
+        "**missed**: +1.1 points over",
+    )
+    assert got["bazel-split wall ≤ 0.95 × nvcc-t's (16 cores)"][1].startswith("**missed**")
+    assert got["bazel-split wall ≤ 1.05 × the machine's bound (its CPU ÷ 16 cores)"] == (
+        "1.067 × (90.0 s)",
+        "**missed**: +1.7 points over",
+    )
+    # 16 copies at once took 12 s for 11 CPU s each: 14.67 CPU s a second, not 16.
+    probe = tmp_path / "probe.json"
+    probe.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"copies": 1, "wall_s": 10.0, "cpu_per_compile_s": 10.0},
+                    {"copies": 16, "wall_s": 13.0, "cpu_per_compile_s": 11.0},
+                    {"copies": 16, "wall_s": 12.0, "cpu_per_compile_s": 11.0},
+                ],
+                "best_copies": 16,
+            }
+        )
+    )
+    args = run.parse_args(["--throughput", str(probe)])
+    cores = len(os.sched_getaffinity(0))
+    if cores == 16:
+        assert args.throughput_probe == {"file": "probe.json", "copies": 16, "cpu_per_s": 14.67}
+    results["meta"]["throughput"] = {"file": "probe.json", "copies": 16, "cpu_per_s": 14.67}
+    got = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
+    key = (
+        "bazel-split wall ≤ 1.05 × the machine's bound (its CPU ÷ 14.67 CPU s a second, "
+        "16 compiles at once measured)"
+    )
+    assert got[key] == ("0.978 × (98.2 s)", "met")
+
+
+def test_a_throughput_probe_is_read_at_the_cores_level_else_its_best(
+    tmp_path: pathlib.Path, capsys
+) -> None:
+    import throughput
+
+    doc = {
+        "rows": [
+            {"copies": 1, "wall_s": 10.0, "cpu_per_compile_s": 10.0},
+            {"copies": 8, "wall_s": 11.0, "cpu_per_compile_s": 10.5},
+            {"copies": 16, "wall_s": 14.0, "cpu_per_compile_s": 12.0},
+        ],
+        "best_copies": 8,
+    }
+    assert throughput.busy_rate(doc, 16) == {"copies": 16, "cpu_per_s": 13.71}
+    assert throughput.busy_rate(doc, 64) == {"copies": 8, "cpu_per_s": 7.64}
+    bad = tmp_path / "empty.json"
+    bad.write_text("{}")
+    with pytest.raises(SystemExit):
+        run.parse_args(["--throughput", str(bad)])
+    err = capsys.readouterr().err
+    assert f"--throughput {bad}: no levels measured" in err
