@@ -13,8 +13,8 @@
 #                 bazel-split, bazel-mono;
 #   LABEL-archs5  FIVE_ARCH files (default 10), sm_75..sm_90: nvcc-t, bazel-split,
 #                 bazel-mono.
-# The five archs of docs/gpu/bazel.md, 48 files, in one device round (an estimate from
-# the farm's builds of the same files: about 13 minutes):
+# The five archs of docs/gpu/bazel.md, 48 files, in one device round (on the H200 host
+# the probe and three builds took about 15 minutes):
 #   ONE_ARCH=0 FIVE_ARCH=48 SEED=62 REPEATS=1 bash benchmarks/bazel_scale.sh start bazel-16core
 # First the machine's throughput (throughput.py at 1 and nproc copies: the CPU seconds a
 # second the cores give with all of them busy, which divide a build's CPU into its bound;

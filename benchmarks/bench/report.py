@@ -51,7 +51,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     lines = [
         *header(summary, meta),
         *targets_section(a, meta),
-        *scenario_1(a["s1"], count_builds=unequal_builds(a, meta)),
+        *scenario_1(a["s1"], meta, count_builds=unequal_builds(a, meta)),
         *scenario_2(a["s2"], meta),
         *scenario_3(a["s3"], meta),
         *overhead(a["s1"], a["s2"], n_sources(corpus)),
@@ -77,6 +77,11 @@ def n_sources(corpus: dict[str, Any]) -> int:
     return count(corpus.get("ggml_files")) + count(corpus.get("examples"))
 
 
+def ggml_only(meta: dict[str, Any]) -> bool:
+    """Whether the run's Bazel targets are the ggml library alone (no examples)."""
+    return list(meta.get("bazel_targets") or []) == ["//bench/ggml:ggml_cuda"]
+
+
 def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     """The title and what ran: when, on what machine and compilers, which files, archs,
     parallelism, repeats, Bazel targets, shards and merged files."""
@@ -92,7 +97,8 @@ def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     L.append(f"- date: {meta.get('date')}; command: `{meta.get('command')}`")
     L.append(
         f"- machine: {mach.get('cores')} cores ({mach.get('cpu_model')}), "
-        f"{mach.get('memory')}, load average at start {mach.get('load_at_start')}"
+        f"{mach.get('memory')}"
+        + (f", load average at start {mach['load_at_start']}" if mach.get("load_at_start") else "")
     )
     L.append(
         f"- {meta.get('nvcc_version')}; {meta.get('gcc_version')}"
@@ -125,8 +131,11 @@ def header(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     if meta.get("bazel_targets"):
         L.append(
             f"- Bazel targets: {' '.join(meta['bazel_targets'])} (the same ggml files "
-            "as a cuda_library, plus the examples' binaries and tests)"
+            "as a cuda_library"
+            + (")" if ggml_only(meta) else ", plus the examples' binaries and tests)")
         )
+    if meta.get("provenance"):
+        L.append(f"- measurements: {meta['provenance']}")
     if meta.get("bazel_skipped"):
         L.append(f"- Bazel: skipped ({meta['bazel_skipped']})")
     if meta.get("shard"):
@@ -163,7 +172,7 @@ def unequal_builds(a: dict[str, Any], meta: dict[str, Any]) -> bool:
     return bool(meta.get("merged_from")) and len({d.get("n") for d in a["s1"].values()}) > 1
 
 
-def scenario_1(s1: dict[str, Any], count_builds: bool = False) -> list[str]:
+def scenario_1(s1: dict[str, Any], meta: dict[str, Any], count_builds: bool = False) -> list[str]:
     """Scenario 1: wall, CPU (and its ratio to plain nvcc's) and peak RSS per config;
     with `count_builds` (`unequal_builds`), each row's number of builds."""
     if not s1:
@@ -202,7 +211,10 @@ def scenario_1(s1: dict[str, Any], count_builds: bool = False) -> list[str]:
         )
     if any(c.startswith("bazel") for c in s1):
         L.append(
-            "\nBazel rows build more than the other rows (linking, the examples' test "
+            "\nBazel rows build the same files and their static library (one CppArchive "
+            "action) besides."
+            if ggml_only(meta)
+            else "\nBazel rows build more than the other rows (linking, the examples' test "
             "binaries): compare bazel-mono with bazel-split only."
         )
     L.append("")
