@@ -308,9 +308,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             doc = json.loads(pathlib.Path(args.throughput).read_text())
             args.throughput_probe = {
                 "file": pathlib.Path(args.throughput).name,
-                **throughput.busy_rate(doc, cores),
+                **throughput.busy_rate(doc, args.jobs),
             }
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError) as e:
             p.error(f"--throughput {args.throughput}: {e}")
     return args
 

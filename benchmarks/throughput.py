@@ -168,15 +168,22 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def busy_rate(doc: dict[str, Any], cores: int) -> dict[str, Any]:
-    """The CPU seconds a second a machine gives with `cores` compiles at once, from its
-    probe `doc` (what --out writes): copies × CPU per compile ÷ the level's wall, at the
-    level of `cores` copies (else the best level), its fastest repeat. A parallel build's
-    bound is its CPU over this rate."""
-    rows = [r for r in doc.get("rows", []) if r.get("wall_s")]
+    """The CPU seconds a second a machine gives with all its cores busy, from its probe
+    `doc` (what --out writes): copies × CPU per compile ÷ the level's wall, at the level
+    of the probe machine's own cores (its `machine.affinity`; else `cores`), or the best
+    level where that was not run, its fastest repeat. A parallel build's bound is its CPU
+    over this rate. ValueError names what the probe lacks."""
+    if not isinstance(doc, dict):
+        raise ValueError("not a throughput.py --out (expected a JSON object)")
+    rows = [r for r in doc.get("rows", []) if r.get("wall_s") and "copies" in r]
     if not rows:
         raise ValueError("no levels measured (throughput.py --out writes them as rows)")
-    copies = cores if any(r["copies"] == cores for r in rows) else doc["best_copies"]
-    best = min((r for r in rows if r["copies"] == copies), key=lambda r: r["wall_s"])
+    level = doc.get("machine", {}).get("affinity") or cores
+    copies = level if any(r["copies"] == level for r in rows) else doc.get("best_copies")
+    at = [r for r in rows if r["copies"] == copies and r.get("cpu_per_compile_s")]
+    if not at:
+        raise ValueError(f"no row with wall_s and cpu_per_compile_s for {copies} copies")
+    best = min(at, key=lambda r: r["wall_s"])
     rate = copies * best["cpu_per_compile_s"] / best["wall_s"]
     return {"copies": copies, "cpu_per_s": round(rate, 2)}
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import time
 
 import pytest
 import run
+import throughput
 from bench import analysis, occupancy, replay, report
 from bench.corpus import sample_sources
 from bench.measure import Occupancy
@@ -199,15 +199,20 @@ def test_steps_running_from_a_trace(tmp_path) -> None:
     assert series["ptxas"][4:] == [(2.0, 1), (2.5, 1), (3.0, 0)]
 
 
-def test_the_cpu_and_wall_targets_are_issue_15s_for_the_cores_used() -> None:
-    rows = [
+def scenario_1_rows(*builds: tuple[str, str, float, float]) -> list[dict]:
+    """Scenario 1's measurements, one repeat: (config, phase, wall s, CPU s) each."""
+    return [
         {"scenario": "1", "config": c, "phase": p, "repeat": 0, "wall_s": w, "cpu_s": cpu}
-        for c, p, w, cpu in [
-            ("nvcc", "full", 200.0, 1000.0),
-            ("nvcc-t", "full", 100.0, 1100.0),
-            ("split", "cold", 96.0, 1015.0),
-        ]
+        for c, p, w, cpu in builds
     ]
+
+
+def test_the_cpu_and_wall_targets_are_issue_15s_for_the_cores_used() -> None:
+    rows = scenario_1_rows(
+        ("nvcc", "full", 200.0, 1000.0),
+        ("nvcc-t", "full", 100.0, 1100.0),
+        ("split", "cold", 96.0, 1015.0),
+    )
     results = {"meta": {"machine": {"cores": 16}}, "measurements": rows}
     a = analysis.analyze(results)
     got = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
@@ -268,14 +273,11 @@ def test_bazel_splits_targets_against_mono_nvcc_t_and_the_measured_bound(
     """Issue 62's, on many cores: bazel-split's wall against bazel-mono's, nvcc -t's and
     the machine's bound, its CPU over the probe's CPU seconds a second (run.py
     --throughput) or, without a probe, over the cores."""
-    rows = [
-        {"scenario": "1", "config": c, "phase": p, "repeat": 0, "wall_s": w, "cpu_s": cpu}
-        for c, p, w, cpu in [
-            ("nvcc-t", "full", 100.0, 1500.0),
-            ("bazel-mono", "cold", 95.0, 1400.0),
-            ("bazel-split", "cold", 96.0, 1440.0),
-        ]
-    ]
+    rows = scenario_1_rows(
+        ("nvcc-t", "full", 100.0, 1500.0),
+        ("bazel-mono", "cold", 95.0, 1400.0),
+        ("bazel-split", "cold", 96.0, 1440.0),
+    )
     results = {"meta": {"machine": {"cores": 16}}, "measurements": rows}
     a = analysis.analyze(results)
     got = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
@@ -302,11 +304,9 @@ def test_bazel_splits_targets_against_mono_nvcc_t_and_the_measured_bound(
             }
         )
     )
-    args = run.parse_args(["--throughput", str(probe)])
-    cores = len(os.sched_getaffinity(0))
-    if cores == 16:
-        assert args.throughput_probe == {"file": "probe.json", "copies": 16, "cpu_per_s": 14.67}
-    results["meta"]["throughput"] = {"file": "probe.json", "copies": 16, "cpu_per_s": 14.67}
+    args = run.parse_args(["--throughput", str(probe), "--jobs", "16"])
+    assert args.throughput_probe == {"file": "probe.json", "copies": 16, "cpu_per_s": 14.67}
+    results["meta"]["throughput"] = args.throughput_probe
     got = {t: (v, ok) for t, v, ok in analysis.targets(a, results["meta"])}
     key = (
         "bazel-split wall ≤ 1.05 × the machine's bound (its CPU ÷ 14.67 CPU s a second, "
@@ -319,11 +319,9 @@ def test_bazel_splits_targets_against_mono_nvcc_t_and_the_measured_bound(
     )
 
 
-def test_a_throughput_probe_is_read_at_the_cores_level_else_its_best(
-    tmp_path: pathlib.Path, capsys
+def test_a_throughput_probe_is_read_at_its_machines_cores_else_its_best(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import throughput
-
     doc = {
         "rows": [
             {"copies": 1, "wall_s": 10.0, "cpu_per_compile_s": 10.0},
@@ -334,6 +332,10 @@ def test_a_throughput_probe_is_read_at_the_cores_level_else_its_best(
     }
     assert throughput.busy_rate(doc, 16) == {"copies": 16, "cpu_per_s": 13.71}
     assert throughput.busy_rate(doc, 64) == {"copies": 8, "cpu_per_s": 7.64}
+    # The probe's own machine decides the level, not the cores of the one reading it.
+    assert throughput.busy_rate({**doc, "machine": {"affinity": 16}}, 2)["copies"] == 16
+    with pytest.raises(ValueError, match="no row with wall_s and cpu_per_compile_s for 5"):
+        throughput.busy_rate({**doc, "best_copies": 5}, 64)
     bad = tmp_path / "empty.json"
     bad.write_text("{}")
     with pytest.raises(SystemExit):
