@@ -16,9 +16,9 @@
 # The five archs of docs/gpu/bazel.md, 48 files, in one device round (on the H200 host
 # the probe and three builds took about 15 minutes):
 #   ONE_ARCH=0 FIVE_ARCH=48 SEED=62 REPEATS=1 bash benchmarks/bazel_scale.sh start bazel-16core
-# First the machine's throughput (throughput.py at 1 and nproc copies: the CPU seconds a
-# second the cores give with all of them busy, which divide a build's CPU into its bound;
-# PROBE=0 leaves it out). After the builds, the per-action start-up of the step runner,
+# First the machine's throughput (throughput.py at 1 and nproc copies of one ggml compile
+# for sm_90, its default: the CPU seconds a second the cores give with all of them busy,
+# which divide a build's CPU into its bound; PROBE=0 leaves it out). After the builds, the per-action start-up of the step runner,
 # measured: the interpreter with the runner's imports, and nvcc --dryrun of a ggml file
 # (what every split action does before its step), each 40 times. Results (run.py's
 # summaries, LABEL-throughput.json, raw measurements with Bazel's execution logs,
